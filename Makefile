@@ -1,0 +1,34 @@
+# The README's commands.  Each target creates .venv on first use and installs
+# what it needs; torch is pinned to the CPU wheel *before* sentence-transformers
+# so pip does not pull a multi-GB GPU build.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: install demo test lint bench clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e '.[embed,embedded,pdf,dev]'
+	touch $@
+
+install: $(BIN)/.installed
+
+demo: install  ## the main job: embedded PostgreSQL, migrate, ingest the examples, ask the seed's questions
+	$(BIN)/hrag demo
+
+test: install  ## the whole test suite against a real PostgreSQL + pgvector
+	$(BIN)/python -m pytest
+
+lint: install
+	$(BIN)/ruff check hrag_pg tests bench
+
+bench: install  ## small benchmark configuration (minutes); see bench/README.md
+	$(BIN)/python bench/run.py --small
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

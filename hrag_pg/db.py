@@ -1,0 +1,122 @@
+"""The one module that owns database URLs, engines and connections.
+
+Everything else asks this module for an engine; nothing else reads
+``HRAG_DATABASE_URL`` or starts the embedded server.  Connection failures are
+translated into one-sentence :class:`~hrag_pg.errors.ConfigurationError`
+messages that name the server and the fix.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+
+import psycopg
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine, make_url
+
+from .errors import ConfigurationError, SchemaError
+
+ENV_URL = "HRAG_DATABASE_URL"
+
+
+def sqlalchemy_url(url: str) -> str:
+    """Normalise any PostgreSQL URL to the psycopg 3 SQLAlchemy dialect."""
+    for prefix in ("postgresql+psycopg://", "postgresql+psycopg2://", "postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    raise ConfigurationError(
+        f"Not a PostgreSQL URL: {redact(url)!r}; expected postgresql://user:password@host:port/dbname."
+    )
+
+
+def libpq_url(url: str) -> str:
+    """The same URL in the form psql and psycopg.connect() accept."""
+    return "postgresql://" + sqlalchemy_url(url)[len("postgresql+psycopg://"):]
+
+
+def redact(url: str) -> str:
+    """Hide the password so URLs can appear in error messages and logs."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - a malformed URL is shown as given
+        return url
+
+
+def resolve_url(url: str | None = None, *, start_embedded: bool = True) -> str:
+    """The database to use: an explicit URL, ``HRAG_DATABASE_URL``, or the embedded server."""
+    url = url or os.environ.get(ENV_URL) or None
+    if url:
+        return sqlalchemy_url(url.strip())
+    from . import embedded
+
+    if start_embedded:
+        return embedded.start().url()
+    return embedded.status().url()
+
+
+def _register_vector(dbapi_connection: psycopg.Connection, _record: object) -> None:
+    # The vector type exists only once migrated; before that, plain text I/O is fine.
+    from pgvector.psycopg import register_vector
+
+    try:
+        register_vector(dbapi_connection)
+    except psycopg.ProgrammingError:
+        pass
+
+
+@lru_cache(maxsize=16)
+def _engine_for(url: str) -> Engine:
+    engine = sa.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+    sa.event.listen(engine, "connect", _register_vector)
+    return engine
+
+
+def engine(url: str | None = None) -> Engine:
+    """A pooled engine (one per URL per process) with pgvector adapters registered."""
+    return _engine_for(resolve_url(url))
+
+
+def connection_error(url: str, exc: BaseException) -> ConfigurationError:
+    """Turn a driver's connection failure into one sentence that names server and fix."""
+    reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return ConfigurationError(
+        f"Cannot connect to PostgreSQL at {redact(url)} ({reason}); check {ENV_URL}, "
+        "or unset it to use the embedded server."
+    )
+
+
+@contextmanager
+def connect(url: str | None = None) -> Iterator[sa.Connection]:
+    """A connection in a transaction (committed on success), with clear connection errors."""
+    resolved = resolve_url(url)
+    try:
+        with engine(resolved).begin() as conn:
+            yield conn
+    except sa.exc.OperationalError as exc:
+        if isinstance(exc.orig, psycopg.OperationalError) and exc.connection_invalidated is False:
+            # Failures while *opening* the connection have no statement.
+            if exc.statement is None:
+                raise connection_error(resolved, exc) from exc
+        raise
+
+
+def check_reachable(url: str) -> None:
+    """Open and close one connection, raising a clear error if the server is unreachable."""
+    try:
+        with psycopg.connect(libpq_url(url), connect_timeout=10) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.OperationalError as exc:
+        raise connection_error(url, exc) from exc
+
+
+def installed_embedding_dim(conn: sa.Connection) -> int:
+    """The embedding dimension recorded at migration time, or a clear error if not migrated."""
+    exists = conn.execute(sa.text("SELECT to_regclass('hrag.config') IS NOT NULL")).scalar()
+    if not exists:
+        raise SchemaError(
+            "The database has no hrag schema yet: run `hrag migrate` (or `alembic upgrade head`)."
+        )
+    return int(conn.execute(sa.text("SELECT embedding_dim FROM hrag.config")).scalar_one())

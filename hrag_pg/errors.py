@@ -1,0 +1,28 @@
+"""Errors that carry one clear sentence for the user.
+
+Every failure a user can cause (bad configuration, bad input, a server that
+cannot host hrag) is raised as an :class:`HragError` whose message names the
+problem and the fix; the CLI prints exactly that message and exits non-zero.
+"""
+
+from __future__ import annotations
+
+
+class HragError(Exception):
+    """Base class: the message is meant to be shown to the user as is."""
+
+
+class ConfigurationError(HragError):
+    """The database URL, data dir or installation is unusable."""
+
+
+class SchemaError(HragError):
+    """The database is not migrated, or migrated with another embedding dimension."""
+
+
+class IngestError(HragError):
+    """A document could not be ingested; nothing of it was written."""
+
+
+class EmbeddingError(HragError):
+    """The embedding model is unavailable or produced unusable vectors."""

@@ -1,0 +1,195 @@
+"""Markdown → tree by ATX headings (the "headings" strategy).
+
+Headings ``#``…``######`` become nested "section" nodes; the blocks under a
+heading (paragraphs, list items, fenced code, tables, block quotes) become its
+leaves.  A heading's ``content`` is its text without the ``#`` markers, so the
+section's full text reads like the document.  Lines starting with ``#``
+inside fenced code are code, not headings (shell comments, Python comments).
+
+This is a line-oriented reader for the common subset of CommonMark, not a
+full implementation: setext headings and indented code blocks are read as
+paragraphs, which loses no text.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hrag_pg.ingest._common import add_child, add_leaf
+from hrag_pg.ingest.tree import DocumentTree, DraftNode
+
+_FENCE_RE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
+_HEADING_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
+_CLOSING_HASHES_RE = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+_LIST_RE = re.compile(r"^([ \t]*)([-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
+_QUOTE_RE = re.compile(r"^ {0,3}>")
+_TABLE_DELIMITER_RE = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
+
+
+def heading_of(line: str) -> tuple[int, str] | None:
+    """(level, text) if ``line`` is an ATX heading, else None."""
+    match = _HEADING_RE.match(line)
+    if not match:
+        return None
+    text = _CLOSING_HASHES_RE.sub("", match.group(2) or "").strip()
+    return len(match.group(1)), text
+
+
+def _indent(line: str) -> int:
+    return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
+
+
+def _is_blank(line: str) -> bool:
+    return not line.strip()
+
+
+class _Reader:
+    """Walks the lines once, appending nodes to the current section."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        self.i = 0
+        self.root = DraftNode(kind="document", content="")
+        self.stack: list[tuple[int, DraftNode]] = [(0, self.root)]
+        self.first_h1: str | None = None
+
+    @property
+    def current(self) -> DraftNode:
+        return self.stack[-1][1]
+
+    def read(self) -> DraftNode:
+        while self.i < len(self.lines):
+            line = self.lines[self.i]
+            if _is_blank(line):
+                self.i += 1
+            elif _FENCE_RE.match(line):
+                self._fence()
+            elif heading_of(line):
+                self._heading(*heading_of(line))  # type: ignore[misc]
+            elif self._starts_table():
+                self._table()
+            elif _QUOTE_RE.match(line):
+                self._quote()
+            elif _LIST_RE.match(line):
+                self._list_item()
+            else:
+                self._paragraph()
+        return self.root
+
+    def _heading(self, level: int, text: str) -> None:
+        self.i += 1
+        if not text:
+            return  # a bare "#" carries no text and no structure worth a node
+        if level == 1 and self.first_h1 is None:
+            self.first_h1 = text
+        while self.stack[-1][0] >= level:
+            self.stack.pop()
+        node = DraftNode(kind="section", content=text, title=text, key=text, metadata={"level": level})
+        add_child(self.current, node)
+        self.stack.append((level, node))
+
+    def _fence_end(self, start: int) -> int:
+        """Index just past the fence opened at ``start`` (end of file if unclosed)."""
+        match = _FENCE_RE.match(self.lines[start])
+        assert match is not None
+        marker = match.group(2)
+        closing = re.compile(rf"^[ \t]*{re.escape(marker[0])}{{{len(marker)},}}[ \t]*$")
+        j = start + 1
+        while j < len(self.lines) and not closing.match(self.lines[j]):
+            j += 1
+        return min(j + 1, len(self.lines))
+
+    def _fence(self) -> None:
+        match = _FENCE_RE.match(self.lines[self.i])
+        assert match is not None
+        end = self._fence_end(self.i)
+        language = match.group(3).strip().split(" ")[0] if match.group(3).strip() else None
+        metadata = {"language": language} if language else {}
+        add_leaf(self.current, "code", "\n".join(self.lines[self.i : end]), metadata=metadata)
+        self.i = end
+
+    def _interrupts(self, line: str) -> bool:
+        return bool(
+            _is_blank(line)
+            or _FENCE_RE.match(line)
+            or heading_of(line)
+            or _QUOTE_RE.match(line)
+            or _LIST_RE.match(line)
+        )
+
+    def _starts_table(self) -> bool:
+        nxt = self.i + 1
+        return (
+            "|" in self.lines[self.i]
+            and nxt < len(self.lines)
+            and bool(_TABLE_DELIMITER_RE.match(self.lines[nxt]))
+            and "-" in self.lines[nxt]
+        )
+
+    def _table(self) -> None:
+        start = self.i
+        self.i += 2
+        while self.i < len(self.lines) and "|" in self.lines[self.i] and not _is_blank(self.lines[self.i]):
+            self.i += 1
+        add_leaf(self.current, "table", "\n".join(self.lines[start : self.i]))
+
+    def _quote(self) -> None:
+        start = self.i
+        self.i += 1
+        while self.i < len(self.lines):
+            line = self.lines[self.i]
+            if _is_blank(line) or _FENCE_RE.match(line) or heading_of(line):
+                break
+            self.i += 1
+        add_leaf(self.current, "paragraph", "\n".join(self.lines[start : self.i]))
+
+    def _list_item(self) -> None:
+        """One top-level item with its continuation lines and nested items."""
+        start = self.i
+        base = _indent(self.lines[start])
+        self.i += 1
+        while self.i < len(self.lines):
+            line = self.lines[self.i]
+            if _is_blank(line):
+                j = self.i
+                while j < len(self.lines) and _is_blank(self.lines[j]):
+                    j += 1
+                if j < len(self.lines) and _indent(self.lines[j]) > base:
+                    self.i = j  # blank lines inside a loose item
+                    continue
+                break
+            indented = _indent(line) > base
+            if _FENCE_RE.match(line.strip()) and indented:
+                self.i = self._fence_end(self.i)  # code inside the item, '#' lines included
+                continue
+            if indented:
+                self.i += 1
+                continue
+            if self._interrupts(line) or self._starts_table():
+                break
+            self.i += 1  # lazy continuation line
+        add_leaf(self.current, "item", "\n".join(self.lines[start : self.i]))
+
+    def _paragraph(self) -> None:
+        start = self.i
+        self.i += 1
+        while self.i < len(self.lines) and not self._interrupts(self.lines[self.i]):
+            self.i += 1
+        add_leaf(self.current, "paragraph", "\n".join(self.lines[start : self.i]))
+
+
+def parse_markdown(text: str, source: str, *, title: str | None = None) -> DocumentTree:
+    """Build a heading tree from Markdown.
+
+    The document title is ``title`` if given, else the first H1's text.
+    Heading level L nests under the nearest earlier heading of level < L, so
+    skipped levels (an H3 straight under an H1) are fine.
+    """
+    reader = _Reader(text)
+    root = reader.read()
+    doc_title = title if title is not None else reader.first_h1
+    root.title = doc_title
+    return DocumentTree(source=source, root=root, title=doc_title, metadata={"strategy": "headings"})
+
+
+__all__ = ["heading_of", "parse_markdown"]

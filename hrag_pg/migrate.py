@@ -1,0 +1,91 @@
+"""Apply, revert and inspect hrag's Alembic migrations from Python.
+
+``hrag migrate`` and the test harness use this; users with their own Alembic
+setup can equally run ``alembic upgrade head`` with the repository's
+alembic.ini, which uses the same environment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+
+from . import db
+from .errors import ConfigurationError
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+
+
+def alembic_config(url: str | None = None, *, embedding_dim: int | None = None) -> Config:
+    """An Alembic Config pointing at the packaged migrations and the given database."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    resolved = db.resolve_url(url)
+    config.attributes["url"] = resolved
+    if embedding_dim is not None:
+        from .schema_sql import validate_dim
+
+        config.attributes["embedding_dim"] = validate_dim(embedding_dim)
+    return config
+
+
+def upgrade(url: str | None = None, revision: str = "head", *, embedding_dim: int | None = None) -> None:
+    """Bring the hrag schema up to ``revision`` (idempotent at head)."""
+    command.upgrade(alembic_config(url, embedding_dim=embedding_dim), revision)
+
+
+def downgrade(url: str | None = None, revision: str = "base") -> None:
+    """Revert to ``revision``; ``base`` removes everything hrag created."""
+    command.downgrade(alembic_config(url), revision)
+
+
+def head_revision() -> str:
+    script = ScriptDirectory.from_config(_script_config())
+    head = script.get_current_head()
+    assert head is not None
+    return head
+
+
+def _script_config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return config
+
+
+def current_revision(conn: sa.Connection) -> str | None:
+    """The revision recorded in ``hrag.alembic_version`` (None if not migrated)."""
+    if conn.execute(sa.text("SELECT to_regclass('hrag.alembic_version')")).scalar() is None:
+        return None
+    return conn.execute(sa.text("SELECT version_num FROM hrag.alembic_version")).scalar()
+
+
+@contextmanager
+def translate_migration_error(url: str) -> Iterator[None]:
+    """Turn the server's refusals during migration into one sentence with the fix."""
+    import psycopg.errors as pg
+
+    try:
+        yield
+    except sa.exc.DBAPIError as exc:
+        orig = exc.orig
+        where = db.redact(url)
+        if isinstance(orig, pg.FeatureNotSupported | pg.UndefinedFile) or (
+            orig is not None and "extension \"vector\"" in str(orig) and "not available" in str(orig)
+        ):
+            raise ConfigurationError(
+                f"The server at {where} has no pgvector extension: install pgvector >= 0.8 "
+                "on it (or use the embedded server by unsetting HRAG_DATABASE_URL)."
+            ) from exc
+        if isinstance(orig, pg.InsufficientPrivilege):
+            raise ConfigurationError(
+                f"The user in {where} lacks a privilege hrag needs to migrate ({str(orig).strip()}): "
+                "run `hrag migrate` as the database owner, or GRANT CREATE ON DATABASE to this user "
+                "and create the vector extension as a superuser first."
+            ) from exc
+        raise

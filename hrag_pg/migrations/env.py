@@ -1,0 +1,107 @@
+"""Alembic environment for hrag-pg.
+
+Works the same from ``alembic upgrade head`` (with the repository's
+alembic.ini), from ``hrag migrate`` and from :mod:`hrag_pg.migrate`:
+
+* the database is ``sqlalchemy.url`` if set, else ``HRAG_DATABASE_URL``,
+  else the embedded server;
+* the embedding dimension is ``-x embedding_dim=N``, else
+  ``HRAG_EMBEDDING_DIM``, else 384 (it only matters for the first upgrade);
+* the version table lives in the ``hrag`` schema, so a database with its own
+  ``public.alembic_version`` is never touched;
+* once the last revision is downgraded, the version table and the then empty
+  ``hrag`` schema are dropped too, leaving nothing of hrag behind.
+"""
+
+from __future__ import annotations
+
+import os
+
+import sqlalchemy as sa
+from alembic import context
+
+from hrag_pg import db, schema_sql
+from hrag_pg.migrate import translate_migration_error
+
+SCHEMA = "hrag"
+VERSION_TABLE = "alembic_version"
+# One constant key for the advisory lock that serialises concurrent migrations.
+MIGRATION_LOCK_KEY = 0x68726167  # "hrag"
+
+config = context.config
+
+
+def _embedding_dim() -> int:
+    x_args = context.get_x_argument(as_dictionary=True)
+    value = (
+        x_args.get("embedding_dim")
+        or config.attributes.get("embedding_dim")
+        or os.environ.get("HRAG_EMBEDDING_DIM")
+        or schema_sql.DEFAULT_EMBEDDING_DIM
+    )
+    return schema_sql.validate_dim(value)
+
+
+def _url() -> str:
+    configured = config.get_main_option("sqlalchemy.url")
+    return db.resolve_url(configured or None)
+
+
+def _drop_schema_if_only_versions_remain(conn: sa.Connection) -> None:
+    if conn.execute(sa.text("SELECT to_regclass('hrag.alembic_version')")).scalar() is None:
+        return
+    if conn.execute(sa.text("SELECT count(*) FROM hrag.alembic_version")).scalar():
+        return
+    others = conn.execute(
+        sa.text(
+            """
+            SELECT (SELECT count(*) FROM pg_class
+                     WHERE relnamespace = 'hrag'::regnamespace
+                       AND relname NOT IN ('alembic_version', 'alembic_version_pkc'))
+                 + (SELECT count(*) FROM pg_proc WHERE pronamespace = 'hrag'::regnamespace)
+                 + (SELECT count(*) FROM pg_type WHERE typnamespace = 'hrag'::regnamespace
+                       AND typrelid = 0 AND typelem = 0)
+            """
+        )
+    ).scalar()
+    if others == 0:
+        conn.execute(sa.text("DROP TABLE hrag.alembic_version"))
+        conn.execute(sa.text("DROP SCHEMA hrag"))
+
+
+def run_migrations_online() -> None:
+    config.attributes["embedding_dim"] = _embedding_dim()
+    url = config.attributes.get("url") or _url()
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            with translate_migration_error(url):
+                conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": MIGRATION_LOCK_KEY})
+                conn.commit()
+                try:
+                    conn.execute(sa.text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
+                    context.configure(
+                        connection=conn,
+                        version_table=VERSION_TABLE,
+                        version_table_schema=SCHEMA,
+                        transactional_ddl=True,
+                    )
+                    with context.begin_transaction():
+                        context.run_migrations()
+                        _drop_schema_if_only_versions_remain(conn)
+                    conn.commit()
+                finally:
+                    conn.rollback()
+                    conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": MIGRATION_LOCK_KEY})
+                    conn.commit()
+    except sa.exc.OperationalError as exc:
+        if exc.statement is None:
+            raise db.connection_error(url, exc) from exc
+        raise
+    finally:
+        engine.dispose()
+
+
+if context.is_offline_mode():
+    raise SystemExit("hrag-pg migrations need a live database (online mode); offline SQL is not supported.")
+run_migrations_online()

@@ -1,0 +1,1 @@
+hrag_pg/sql
