@@ -112,6 +112,9 @@ def test_psql_users_can_call_the_functions_as_the_readme_shows(
         Spec("第9条", "第9条（記録媒体）", kind="clause", children=[
             Spec("9.1", "9.1 USBメモリは暗号化する。", {5: 1.0}, kind="item"),
         ]),
+        Spec("第10条", "第10条（廃棄）", kind="clause", children=[
+            Spec("10.1", "10.1 廃棄時はデータを消去する。", {6: 1.0}, kind="item"),
+        ]),
     ]))
     conn.commit()
     script = f"""
