@@ -120,7 +120,7 @@ def test_psql_users_can_call_the_functions_as_the_readme_shows(
     script = f"""
 -- a query vector taken from an existing node's embedding
 SELECT title, round(score::numeric, 3) AS score, hit_ratio
-  FROM hrag.auto_merge((SELECT embedding FROM hrag.nodes WHERE id = '{b.ids["8.1"]}'), top_k => 2);
+  FROM hrag.auto_merge((SELECT embedding FROM hrag.nodes WHERE id = '{b.ids["8.1"]}'), top_k => 1);
 -- node_text of any node
 SELECT hrag.node_text('{b.ids["第8条"]}');
 """
@@ -129,7 +129,7 @@ SELECT hrag.node_text('{b.ids["第8条"]}');
         [str(psql), url_for(hrag_pg_proc, conn.info.dbname, driver=False), "-At", "-v", "ON_ERROR_STOP=1"],
         input=script, capture_output=True, text=True, check=True,
     ).stdout.splitlines()
-    assert out[0] == "第8条|1.000|1"
+    assert out[0] == "第8条|1.000|0.5", "1 of 2 items hit merges at the inclusive 0.5"
     assert out[1:] == ["第8条（BYOD）", "", "8.1 ウイルス対策ソフトを導入する。", "", "8.2 6桁以上のパスコードを設定する。"]
 
 
