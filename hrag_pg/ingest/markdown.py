@@ -84,7 +84,9 @@ class _Reader:
             self.first_h1 = text
         while self.stack[-1][0] >= level:
             self.stack.pop()
-        node = DraftNode(kind="section", content=text, title=text, key=text, metadata={"level": level})
+        node = DraftNode(
+            kind="section", content=text, title=text, key=text, metadata={"level": level}
+        )
         add_child(self.current, node)
         self.stack.append((level, node))
 
@@ -129,7 +131,11 @@ class _Reader:
     def _table(self) -> None:
         start = self.i
         self.i += 2
-        while self.i < len(self.lines) and "|" in self.lines[self.i] and not _is_blank(self.lines[self.i]):
+        while (
+            self.i < len(self.lines)
+            and "|" in self.lines[self.i]
+            and not _is_blank(self.lines[self.i])
+        ):
             self.i += 1
         add_leaf(self.current, "table", "\n".join(self.lines[start : self.i]))
 
@@ -189,7 +195,9 @@ def parse_markdown(text: str, source: str, *, title: str | None = None) -> Docum
     root = reader.read()
     doc_title = title if title is not None else reader.first_h1
     root.title = doc_title
-    return DocumentTree(source=source, root=root, title=doc_title, metadata={"strategy": "headings"})
+    return DocumentTree(
+        source=source, root=root, title=doc_title, metadata={"strategy": "headings"}
+    )
 
 
 __all__ = ["heading_of", "parse_markdown"]

@@ -1,0 +1,187 @@
+"""Turn a DraftNode tree into the rows of ``hrag.nodes`` (pure, no database).
+
+This is where the tree gets its identity and its bookkeeping:
+
+* **Deterministic ids**: ``uuid5`` over (collection, source, structural
+  path), where the path is built from node keys (``第4条``, a heading) or
+  kind + position.  Re-ingesting the same text yields the same ids; the same
+  passage in two documents never collides.
+* **Pre-order numbering** (``seq``/``subtree_end``), ``depth``, ``position``
+  and ``child_count`` (the hit-ratio denominator).
+* **Embedded text**: search targets (leaves) are embedded as
+  ``[heading > path] overlap+content`` so a child carries its context, while
+  ``content`` stays the original text.
+* **Content hashes** over the embedded text and the model name, so an
+  unchanged child keeps its embedding across re-ingestion.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import IngestError
+from .tokens import DEFAULT_COUNTER, TokenCounter
+from .tree import DocumentTree, DraftNode
+
+#: Namespace of every hrag id (uuid5).
+HRAG_NAMESPACE = uuid.UUID("6f1c8e2a-3b7d-5c1e-9a4f-2d8b0e6a7c35")
+_SEP = "\x1f"
+
+
+def document_id(collection: str, source: str) -> uuid.UUID:
+    return uuid.uuid5(HRAG_NAMESPACE, f"{collection}{_SEP}{source}")
+
+
+def node_id(collection: str, source: str, path: str) -> uuid.UUID:
+    return uuid.uuid5(HRAG_NAMESPACE, f"{collection}{_SEP}{source}{_SEP}{path}")
+
+
+def _sha(*parts: str) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode("utf-8"))
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+def embedding_text(heading_path: list[str], overlap_prefix: str, content: str) -> str:
+    """The text a child is embedded as: its heading path, then its (overlapped) content."""
+    body = f"{overlap_prefix}{content}" if overlap_prefix else content
+    return f"[{' > '.join(heading_path)}] {body}" if heading_path else body
+
+
+@dataclass
+class NodeRow:
+    """One row of ``hrag.nodes`` (embedding filled in later by the writer)."""
+
+    id: uuid.UUID
+    parent_id: uuid.UUID | None
+    depth: int
+    position: int
+    kind: str
+    title: str | None
+    heading_path: list[str]
+    content: str
+    token_count: int
+    child_count: int
+    seq: int
+    subtree_end: int
+    content_hash: str
+    metadata: dict[str, Any]
+    #: The text to embed, or None for nodes that are not search targets.
+    embed_text: str | None = None
+
+
+@dataclass
+class FlatDocument:
+    """A document ready to write: its row facts and its nodes in pre-order."""
+
+    id: uuid.UUID
+    collection: str
+    source: str
+    title: str | None
+    metadata: dict[str, Any]
+    nodes: list[NodeRow] = field(default_factory=list)
+    content_hash: str = ""
+
+    @property
+    def search_targets(self) -> list[NodeRow]:
+        return [n for n in self.nodes if n.embed_text is not None]
+
+
+def _check_text(tree: DocumentTree, node: DraftNode, value: str | None, what: str) -> None:
+    if value and "\x00" in value:
+        raise IngestError(
+            f"{tree.source}: {node.kind} {node.title or node.key or ''!s} contains a NUL byte in its {what}; "
+            "PostgreSQL text cannot store NUL bytes"
+        )
+
+
+def flatten(
+    tree: DocumentTree,
+    *,
+    collection: str = "default",
+    model_name: str = "",
+    counter: TokenCounter = DEFAULT_COUNTER,
+) -> FlatDocument:
+    """Number, identify and hash a tree; the result is exactly what gets written."""
+    if not collection or len(collection) > 256:
+        raise IngestError(f"collection name must be 1 to 256 characters, got {len(collection)}")
+    if not tree.source:
+        raise IngestError("a document needs a non-empty source name")
+    for value, what in ((collection, "collection"), (tree.source, "source")):
+        if "\x00" in value:
+            raise IngestError(f"the {what} name {value!r} contains a NUL byte")
+    doc = FlatDocument(
+        id=document_id(collection, tree.source),
+        collection=collection,
+        source=tree.source,
+        title=tree.title or tree.root.title,
+        metadata=dict(tree.metadata),
+    )
+    root_title = tree.title or tree.root.title
+
+    def visit(node: DraftNode, parent: NodeRow | None, path: str, depth: int, position: int,
+              ancestors_titles: list[str]) -> NodeRow:
+        _check_text(tree, node, node.content, "content")
+        _check_text(tree, node, node.title, "title")
+        title = node.title if node.title else (root_title if depth == 0 else None)
+        heading_path = [*ancestors_titles, title] if title else list(ancestors_titles)
+        content, metadata = node.content, dict(node.metadata)
+        is_target = node.is_leaf and depth > 0
+        if node.kind == "qa":
+            # The question is what gets searched; it is not part of the parent's text.
+            metadata["question"] = content
+            search_text, content = content, ""
+        else:
+            search_text = content
+        row = NodeRow(
+            id=node_id(collection, tree.source, path),
+            parent_id=parent.id if parent else None,
+            depth=depth,
+            position=position,
+            kind=node.kind,
+            title=title,
+            heading_path=heading_path,
+            content=content,
+            token_count=counter.count(search_text) if search_text else 0,
+            child_count=len(node.children),
+            seq=len(doc.nodes),
+            subtree_end=-1,
+            content_hash="",
+            metadata=metadata,
+        )
+        if is_target:
+            row.embed_text = embedding_text(ancestors_titles, node.overlap_prefix, search_text)
+            row.content_hash = _sha("embed", model_name, row.embed_text)
+        else:
+            row.content_hash = _sha("node", node.kind, title or "", content)
+        doc.nodes.append(row)
+
+        used: dict[str, int] = {}
+        child_titles = heading_path
+        for i, child in enumerate(node.children):
+            segment = child.key or f"{child.kind}{i}"
+            count = used.get(segment, 0)
+            used[segment] = count + 1
+            if count:
+                segment = f"{segment}~{count}"
+            visit(child, row, f"{path}/{segment}", depth + 1, i, child_titles)
+        row.subtree_end = len(doc.nodes) - 1
+        return row
+
+    visit(tree.root, None, "", 0, 0, [])
+    if not doc.search_targets:
+        raise IngestError(f"{tree.source}: the document's structure yields no leaves to search")
+    doc.content_hash = _sha(
+        "document",
+        doc.title or "",
+        json.dumps(doc.metadata, sort_keys=True, ensure_ascii=False, default=str),
+        *(f"{n.id}{_SEP}{n.parent_id}{_SEP}{n.content_hash}{_SEP}"
+          f"{json.dumps(n.metadata, sort_keys=True, ensure_ascii=False, default=str)}" for n in doc.nodes),
+    )
+    return doc

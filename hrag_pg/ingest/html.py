@@ -1,0 +1,240 @@
+"""HTML → tree by h1–h6 headings (the "headings" strategy for web pages).
+
+Same shape as :mod:`hrag_pg.ingest.markdown`: headings nest into "section"
+nodes, and paragraphs, list items, ``<pre>`` blocks, tables and block quotes
+become leaves.  Text in ``script``/``style``/``nav``/``head`` (menus, code
+that is not content) is dropped; loose text outside any block still becomes a
+paragraph so nothing visible is lost.  Only the standard library's
+``html.parser`` is used: it tolerates the unclosed ``<p>``/``<li>`` tags real
+pages are full of.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+
+from hrag_pg.ingest._common import add_child, add_leaf
+from hrag_pg.ingest.tree import DocumentTree, DraftNode
+
+_IGNORED = frozenset({"script", "style", "nav", "head", "noscript", "template", "svg", "iframe"})
+_HEADINGS = {f"h{n}": n for n in range(1, 7)}
+#: Elements whose whole content is one leaf, and that leaf's kind.
+_CONTAINERS = {"pre": "code", "table": "table", "li": "item", "blockquote": "paragraph"}
+#: Elements that end the running paragraph (or a line, inside a container).
+_BLOCKS = frozenset(
+    [
+        "p",
+        "div",
+        "section",
+        "article",
+        "main",
+        "header",
+        "footer",
+        "aside",
+        "ul",
+        "ol",
+        "dl",
+        "dt",
+        "dd",
+        "figure",
+        "figcaption",
+        "form",
+        "fieldset",
+        "address",
+        "hr",
+        "br",
+        "tr",
+        "body",
+        "html",
+        "details",
+        "summary",
+        "caption",
+    ]
+)
+_SPACE_RE = re.compile(r"[ \t\r\n\f\v]+")
+
+
+@dataclass
+class _Container:
+    tag: str
+    kind: str
+    nesting: int = 1  # same-tag nesting (tables in tables, quotes in quotes)
+    list_depth: int = 0  # ul/ol opened inside an <li>
+    row_cells: int = 0
+    parts: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        raw = "".join(self.parts)
+        if self.kind == "code":
+            return raw.strip("\n")
+        lines = (line.strip() for line in raw.split("\n"))
+        return "\n".join(line for line in lines if line)
+
+
+class _TreeBuilder(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.root = DraftNode(kind="document", content="")
+        self.stack: list[tuple[int, DraftNode]] = [(0, self.root)]
+        self.ignored = 0
+        self.in_title = False
+        self.page_title: list[str] = []
+        self.first_h1: str | None = None
+        self.heading: tuple[int, list[str]] | None = None
+        self.container: _Container | None = None
+        self.buffer: list[str] = []
+
+    # -- events ---------------------------------------------------------------
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "title":
+            self.in_title = True
+            return
+        if tag == "body":
+            self.ignored = 0  # pages that never close <head>
+        if tag in _IGNORED:
+            self.ignored += 1
+            return
+        if self.ignored:
+            return
+        if self.container is not None and self._container_start(tag):
+            return
+        if tag in _HEADINGS:
+            self._flush_paragraph()
+            self.heading = (_HEADINGS[tag], [])
+        elif tag in _CONTAINERS:
+            self._flush_paragraph()
+            self.container = _Container(tag=tag, kind=_CONTAINERS[tag])
+        elif tag == "br" and self.heading is None:
+            self.buffer.append("\n")
+        elif tag in _BLOCKS:
+            self._flush_paragraph()
+
+    def _container_start(self, tag: str) -> bool:
+        """Handle a tag opened inside a container; False if it closes the container."""
+        c = self.container
+        assert c is not None
+        if tag == "li" and c.tag == "li" and c.list_depth == 0:
+            self._finish_container()  # an unclosed <li> followed by its sibling
+            return False
+        if tag == c.tag:
+            c.nesting += 1
+        if tag in ("ul", "ol") and c.tag == "li":
+            c.list_depth += 1
+        if tag == "tr":
+            c.row_cells = 0
+            c.parts.append("\n")
+        elif tag in ("td", "th"):
+            if c.row_cells:
+                c.parts.append(" | ")
+            c.row_cells += 1
+        elif tag in _BLOCKS or tag in _HEADINGS or tag in _CONTAINERS:
+            c.parts.append("\n")
+        return True
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self.in_title = False
+            return
+        if tag in _IGNORED:
+            self.ignored = max(0, self.ignored - 1)
+            return
+        if self.ignored:
+            return
+        c = self.container
+        if c is not None:
+            if c.tag == "li" and tag in ("ul", "ol"):
+                if c.list_depth == 0:
+                    self._finish_container()  # list closed while its last <li> was open
+                else:
+                    c.list_depth -= 1
+                    c.parts.append("\n")
+                return
+            if tag == c.tag and (c.tag != "li" or c.list_depth == 0):
+                c.nesting -= 1
+                if c.nesting <= 0 or c.tag == "li":
+                    self._finish_container()
+                    return
+            if tag in _BLOCKS or tag in _HEADINGS or tag in _CONTAINERS:
+                c.parts.append("\n")
+            return
+        if tag in _HEADINGS and self.heading is not None:
+            self._finish_heading()
+        elif tag in _BLOCKS:
+            self._flush_paragraph()
+
+    def handle_data(self, data: str) -> None:
+        if self.in_title:
+            self.page_title.append(data)
+        elif self.ignored:
+            return
+        elif self.container is not None:
+            c = self.container
+            c.parts.append(data if c.kind == "code" else _SPACE_RE.sub(" ", data))
+        elif self.heading is not None:
+            self.heading[1].append(data)
+        else:
+            self.buffer.append(_SPACE_RE.sub(" ", data))
+
+    # -- node building --------------------------------------------------------
+    @property
+    def current(self) -> DraftNode:
+        return self.stack[-1][1]
+
+    def _flush_paragraph(self) -> None:
+        if self.heading is not None:
+            self._finish_heading()
+        lines = (line.strip() for line in "".join(self.buffer).split("\n"))
+        self.buffer = []
+        add_leaf(self.current, "paragraph", "\n".join(line for line in lines if line))
+
+    def _finish_container(self) -> None:
+        c = self.container
+        assert c is not None
+        self.container = None
+        add_leaf(self.current, c.kind, c.text())
+
+    def _finish_heading(self) -> None:
+        assert self.heading is not None
+        level, parts = self.heading
+        self.heading = None
+        text = _SPACE_RE.sub(" ", "".join(parts)).strip()
+        if not text:
+            return
+        if level == 1 and self.first_h1 is None:
+            self.first_h1 = text
+        while self.stack[-1][0] >= level:
+            self.stack.pop()
+        node = DraftNode(
+            kind="section", content=text, title=text, key=text, metadata={"level": level}
+        )
+        add_child(self.current, node)
+        self.stack.append((level, node))
+
+    def finish(self) -> DraftNode:
+        self.close()
+        if self.container is not None:
+            self._finish_container()
+        self._flush_paragraph()
+        return self.root
+
+
+def parse_html(text: str, source: str, *, title: str | None = None) -> DocumentTree:
+    """Build a heading tree from an HTML page.
+
+    The document title is ``title`` if given, else the first ``<h1>``, else
+    the page's ``<title>``.
+    """
+    builder = _TreeBuilder()
+    builder.feed(text)
+    root = builder.finish()
+    page_title = _SPACE_RE.sub(" ", "".join(builder.page_title)).strip() or None
+    doc_title = title if title is not None else (builder.first_h1 or page_title)
+    root.title = doc_title
+    return DocumentTree(
+        source=source, root=root, title=doc_title, metadata={"strategy": "headings"}
+    )
+
+
+__all__ = ["parse_html"]

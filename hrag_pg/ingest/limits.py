@@ -1,0 +1,133 @@
+"""Keep parents small enough to hand to an LLM (~3,000 tokens by default).
+
+A parent is what retrieval returns, so a 20,000-token "section" would blow
+the context budget.  :func:`enforce_parent_limit` fixes this in two steps:
+
+1. a single leaf longer than the limit is split with the paragraph splitter
+   (sentence, then word boundaries) into pieces within the limit;
+2. every node whose children are all leaves and whose full text exceeds the
+   limit is replaced by several sibling nodes of the same kind, each holding
+   a contiguous run of the children within the limit.  The node's own text
+   (its heading line) stays in the first part only, so text is stored once;
+   titles become "Install (1/3)", "Install (2/3)"…, keys "Install#1"….  When
+   the root itself is such a node, the runs are wrapped in "part" children.
+
+Nodes with non-leaf children are not split: their size is the sum of their
+children, each of which is within the limit, and auto-merging into them is
+bounded by the retrieval-time context budget.  With ``on_oversize="error"``
+nothing is changed and an oversize node raises :class:`IngestError` instead.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from hrag_pg.errors import IngestError
+from hrag_pg.ingest.children import LINE_KINDS, pieces_as_leaves, split_text
+from hrag_pg.ingest.tokens import DEFAULT_COUNTER, TokenCounter
+from hrag_pg.ingest.tree import DocumentTree, DraftNode
+
+
+def _runs(
+    node: DraftNode, limit: int, counter: TokenCounter, separator: str
+) -> list[list[DraftNode]]:
+    """Greedy contiguous runs of ``node.children`` within ``limit`` (own text in the first)."""
+    runs: list[list[DraftNode]] = []
+    current: list[DraftNode] = []
+    for child in node.children:
+        head = [node.content] if not runs and node.content else []
+        candidate = separator.join(head + [c.content for c in (*current, child)])
+        if current and counter.count(candidate) > limit:
+            runs.append(current)
+            current = [child]
+        else:
+            current.append(child)
+    if current:
+        runs.append(current)
+    return runs
+
+
+def _parts(node: DraftNode, runs: list[list[DraftNode]]) -> list[DraftNode]:
+    n = len(runs)
+    return [
+        DraftNode(
+            kind=node.kind,
+            content=node.content if i == 1 else "",
+            title=f"{node.title} ({i}/{n})" if node.title else None,
+            children=run,
+            metadata={**node.metadata, "part": i, "parts": n},
+            overlap_prefix=node.overlap_prefix if i == 1 else "",
+            key=f"{node.key}#{i}" if node.key is not None else None,
+        )
+        for i, run in enumerate(runs, start=1)
+    ]
+
+
+def _describe(tree: DocumentTree, node: DraftNode) -> str:
+    return f"{tree.source}: {node.kind} {node.title or node.key or node.content[:40]!r}"
+
+
+def enforce_parent_limit(
+    tree: DocumentTree,
+    *,
+    max_parent_tokens: int = 3000,
+    counter: TokenCounter = DEFAULT_COUNTER,
+    on_oversize: Literal["split", "error"] = "split",
+    separator: str = "\n\n",
+) -> DocumentTree:
+    """Split (or refuse) parents whose full text exceeds ``max_parent_tokens``.
+
+    Mutates and returns ``tree``; see the module docstring for the rules.
+    """
+    if on_oversize not in ("split", "error"):
+        raise ValueError("on_oversize must be 'split' or 'error'")
+    limit = max_parent_tokens
+
+    # Step 1: leaves above the limit.
+    for node, _ in list(tree.root.walk()):
+        new_children: list[DraftNode] = []
+        for child in node.children:
+            tokens = counter.count(child.content) if child.is_leaf else 0
+            if tokens <= limit:
+                new_children.append(child)
+                continue
+            if on_oversize == "error":
+                raise IngestError(
+                    f"{_describe(tree, child)} has {tokens} tokens, over the {limit}-token limit"
+                )
+            pieces = split_text(child.content, limit, counter, by_lines=child.kind in LINE_KINDS)
+            new_children.extend(pieces_as_leaves(child, pieces))
+        node.children = new_children
+
+    # Step 2: parents of leaves above the limit, deepest first.
+    def visit(node: DraftNode) -> list[DraftNode]:
+        if node.is_leaf:
+            return [node]
+        if not all(child.is_leaf for child in node.children):
+            node.children = [part for child in node.children for part in visit(child)]
+            return [node]
+        tokens = counter.count(node.full_text(separator))
+        if tokens <= limit:
+            return [node]
+        if on_oversize == "error":
+            raise IngestError(
+                f"{_describe(tree, node)} has {tokens} tokens, over the {limit}-token limit"
+            )
+        runs = _runs(node, limit, counter, separator)
+        return [node] if len(runs) == 1 else _parts(node, runs)
+
+    root = tree.root
+    replaced = visit(root)
+    if len(replaced) > 1:  # the root itself was split: keep one root, wrap the runs
+        for part in replaced:
+            part.kind = "part"
+            part.title = f"Part {part.metadata['part']}/{part.metadata['parts']}"
+            part.key = f"part:{part.metadata['part']}"
+            part.metadata = {"part": part.metadata["part"], "parts": part.metadata["parts"]}
+        root.children = replaced
+        if root.content:
+            root.children[0].content = ""
+    return tree
+
+
+__all__ = ["enforce_parent_limit"]

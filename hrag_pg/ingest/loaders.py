@@ -1,0 +1,206 @@
+"""Files → trees: pick the strategy, read the bytes, refuse bad input clearly.
+
+Everything a user can get wrong about a file (missing, a directory, not
+UTF-8, binary, NUL bytes PostgreSQL cannot store, empty, no text blocks)
+raises :class:`IngestError` with one sentence naming the file and the fix,
+before anything reaches the database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from hrag_pg.errors import IngestError
+from hrag_pg.ingest._common import has_leaf_text
+from hrag_pg.ingest.clauses import looks_like_clauses, parse_clauses
+from hrag_pg.ingest.code import parse_python
+from hrag_pg.ingest.html import parse_html
+from hrag_pg.ingest.markdown import parse_markdown
+from hrag_pg.ingest.pages import extract_pdf_pages, parse_pages_text, parse_pdf
+from hrag_pg.ingest.tree import DocumentTree
+from hrag_pg.ingest.window import parse_window
+
+STRATEGIES = ("headings", "clauses", "pages", "code", "window")
+#: Extension → file type; the type decides how text is read and the default strategy.
+SUPPORTED_EXTENSIONS = {
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".txt": "markdown",
+    ".html": "html",
+    ".htm": "html",
+    ".pdf": "pdf",
+    ".py": "python",
+}
+_CONTROL_BYTES = bytes(b for b in range(32) if b not in b"\t\n\r\f\v\x1b")
+
+
+def _check_binary(path: Path, data: bytes) -> None:
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise IngestError(f"{path}: the file is UTF-16 encoded; convert it to UTF-8 first")
+    sample = data[:8192]
+    controls = sum(sample.count(bytes([b])) for b in _CONTROL_BYTES)
+    if sample.count(0) > len(sample) // 100 or controls > len(sample) // 10:
+        raise IngestError(
+            f"{path}: looks like a binary file, not text; pass a text, HTML, PDF or Python file"
+        )
+    offset = data.find(b"\x00")
+    if offset >= 0:
+        raise IngestError(
+            f"{path}: contains a NUL byte at offset {offset}; PostgreSQL text cannot store NUL bytes, "
+            "remove them first"
+        )
+
+
+def read_text(path: Path, *, errors: str = "strict") -> str:
+    """Decode a text file as UTF-8 (BOM dropped, newlines normalised to ``\\n``).
+
+    ``errors="replace"`` turns invalid bytes into U+FFFD instead of failing.
+    """
+    if errors not in ("strict", "replace"):
+        raise ValueError("errors must be 'strict' or 'replace'")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise IngestError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    _check_binary(path, data)
+    try:
+        text = data.decode("utf-8", errors=errors)
+    except UnicodeDecodeError as exc:
+        raise IngestError(
+            f"{path}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at byte offset {exc.start}); "
+            "convert the file to UTF-8 or ingest it with errors='replace'"
+        ) from exc
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    if not text.strip():
+        raise IngestError(f"{path}: the file is empty (or only whitespace); nothing to ingest")
+    return text
+
+
+def _check_path(path: Path) -> None:
+    if not path.exists():
+        raise IngestError(f"{path}: file does not exist")
+    if path.is_dir():
+        raise IngestError(
+            f"{path}: is a directory; pass the files in it (or use iter_supported_files)"
+        )
+
+
+def _file_type(path: Path, strategy: str | None) -> str:
+    file_type = SUPPORTED_EXTENSIONS.get(path.suffix.lower())
+    if file_type is None:
+        if strategy is None:
+            known = ", ".join(sorted(SUPPORTED_EXTENSIONS))
+            raise IngestError(
+                f"{path}: unsupported file type {path.suffix or '(no extension)'!r} "
+                f"(supported: {known}); pass a strategy to read it as text"
+            )
+        file_type = "markdown"  # an explicit strategy reads unknown extensions as text
+    return file_type
+
+
+def _plain_text(path: Path, file_type: str, errors: str) -> str:
+    """The document as plain text, for strategies that work on text."""
+    if file_type == "pdf":
+        pages, _ = extract_pdf_pages(path)
+        return "\n\n".join(pages)
+    text = read_text(path, errors=errors)
+    if file_type == "html":
+        return parse_html(text, str(path)).root.full_text("\n\n")
+    return text
+
+
+def load_document(
+    path: Path,
+    *,
+    strategy: str | None = None,
+    source: str | None = None,
+    errors: str = "strict",
+) -> DocumentTree:
+    """Parse one file into a :class:`DocumentTree`.
+
+    ``strategy`` is one of "headings", "clauses", "pages", "code", "window";
+    by default it follows the extension: .md/.markdown/.txt → headings (or
+    clauses when a line starts with 第N条 / Article N), .html/.htm → headings,
+    .pdf → pages, .py → code.  ``source`` defaults to the path as given.
+    """
+    path = Path(path)
+    if strategy is not None and strategy not in STRATEGIES:
+        raise IngestError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    _check_path(path)
+    file_type = _file_type(path, strategy)
+    source = source if source is not None else str(path)
+
+    tree: DocumentTree
+    if file_type == "pdf" and strategy in (None, "pages"):
+        tree, strategy = parse_pdf(path, source), "pages"
+    elif file_type == "python" and strategy in (None, "code"):
+        tree, strategy = parse_python(read_text(path, errors=errors), source), "code"
+    elif strategy == "code":
+        raise IngestError(f"{path}: the code strategy reads Python (.py) files only")
+    elif file_type == "html" and strategy in (None, "headings"):
+        tree, strategy = parse_html(read_text(path, errors=errors), source), "headings"
+    else:
+        text = _plain_text(path, file_type, errors)
+        if strategy is None:
+            strategy = "clauses" if looks_like_clauses(text) else "headings"
+        parsers: dict[str, Callable[..., DocumentTree]] = {
+            "headings": parse_markdown,
+            "clauses": parse_clauses,
+            "pages": parse_pages_text,
+            "window": parse_window,
+        }
+        tree = parsers[strategy](text, source)
+
+    if not has_leaf_text(tree.root):
+        raise IngestError(
+            f"{path}: the {strategy} strategy found no text blocks in it; nothing to ingest"
+        )
+    tree.metadata.update({"strategy": strategy, "file_type": file_type})
+    return tree
+
+
+def _is_hidden(path: Path, base: Path) -> bool:
+    return any(part.startswith(".") for part in path.relative_to(base).parts)
+
+
+def iter_supported_files(paths: Iterable[Path | str]) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """Expand files and directories into (supported files, skipped files with reasons).
+
+    Directories are walked recursively in sorted order; hidden files and
+    directories (".git", ".env") are skipped silently, unsupported
+    extensions and missing paths are reported.  Each file appears once.
+    """
+    supported: list[Path] = []
+    skipped: list[tuple[Path, str]] = []
+    seen: set[Path] = set()
+
+    def consider(file: Path) -> None:
+        if file in seen:
+            return
+        seen.add(file)
+        if file.suffix.lower() in SUPPORTED_EXTENSIONS:
+            supported.append(file)
+        else:
+            skipped.append((file, f"unsupported file type {file.suffix or '(no extension)'!r}"))
+
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            for file in sorted(path.rglob("*")):
+                if file.is_file() and not _is_hidden(file, path):
+                    consider(file)
+        elif path.is_file():
+            consider(path)
+        else:
+            skipped.append((path, "does not exist"))
+    return supported, skipped
+
+
+__all__ = [
+    "STRATEGIES",
+    "SUPPORTED_EXTENSIONS",
+    "iter_supported_files",
+    "load_document",
+    "read_text",
+]

@@ -1,0 +1,106 @@
+"""From a file (or a parsed tree) to a :class:`FlatDocument` ready to write.
+
+The order matters: the parent strategy builds the tree, the child strategy
+cuts leaves to searchable size (with overlap), then the parent limit splits
+parents that grew too long for an LLM context, then :func:`flatten` numbers
+and identifies everything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from .children import QuestionGenerator, add_qa_children, extract_facts, split_paragraphs, split_sentences
+from .flatten import FlatDocument, flatten
+from .limits import enforce_parent_limit
+from .loaders import load_document
+from .tokens import DEFAULT_COUNTER, TokenCounter
+from .tree import DocumentTree
+
+Strategy = Literal["headings", "clauses", "pages", "code", "window"]
+ChildStrategy = Literal["paragraph", "sentence", "fact", "function", "qa", "none"]
+STRATEGIES: tuple[str, ...] = ("headings", "clauses", "pages", "code", "window")
+CHILD_STRATEGIES: tuple[str, ...] = ("paragraph", "sentence", "fact", "function", "qa", "none")
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """Settings of one ingestion (all have the seed's defaults)."""
+
+    strategy: Strategy | None = None  # None: by file type
+    child: ChildStrategy = "paragraph"
+    max_child_tokens: int = 150
+    overlap_tokens: int = 25
+    max_parent_tokens: int = 3000
+    window_tokens: int = 1200
+    sentences_per_child: int = 3
+    errors: Literal["strict", "replace"] = "strict"
+
+    def __post_init__(self) -> None:
+        if self.strategy is not None and self.strategy not in STRATEGIES:
+            raise ValueError(f"unknown strategy {self.strategy!r}; choose one of {', '.join(STRATEGIES)}")
+        if self.child not in CHILD_STRATEGIES:
+            raise ValueError(f"unknown child strategy {self.child!r}; choose one of {', '.join(CHILD_STRATEGIES)}")
+        if not 1 <= self.sentences_per_child <= 3:
+            raise ValueError("sentences_per_child must be 1, 2 or 3")
+
+
+def refine(
+    tree: DocumentTree,
+    options: IngestOptions,
+    counter: TokenCounter = DEFAULT_COUNTER,
+    question_generator: QuestionGenerator | None = None,
+) -> DocumentTree:
+    """Apply the child strategy and the parent size limit to a parsed tree."""
+    if options.child == "sentence":
+        split_sentences(tree, group=options.sentences_per_child, counter=counter)
+    elif options.child == "fact":
+        extract_facts(tree)
+    elif options.child == "qa":
+        if question_generator is None:
+            raise ValueError("the qa child strategy needs a question generator (none ships with hrag-pg)")
+    # Every strategy ends with the size cap, so no child exceeds max_child_tokens.
+    if options.child != "none":
+        split_paragraphs(tree, max_tokens=options.max_child_tokens, overlap_tokens=options.overlap_tokens,
+                         counter=counter)
+    enforce_parent_limit(tree, max_parent_tokens=options.max_parent_tokens, counter=counter)
+    if options.child == "qa" and question_generator is not None:
+        add_qa_children(tree, question_generator)
+    return tree
+
+
+def prepare_file(
+    path: Path,
+    options: IngestOptions,
+    *,
+    collection: str = "default",
+    source: str | None = None,
+    model_name: str = "",
+    counter: TokenCounter = DEFAULT_COUNTER,
+    question_generator: QuestionGenerator | None = None,
+) -> FlatDocument:
+    """Parse, refine and flatten one file."""
+    tree = load_document(Path(path), strategy=options.strategy, source=source, errors=options.errors)
+    if options.strategy == "window" and options.window_tokens != 1200:
+        from .window import parse_window
+
+        tree = parse_window(tree.root.full_text(), tree.source, parent_tokens=options.window_tokens,
+                            counter=counter)
+    return prepare_tree(tree, options, collection=collection, model_name=model_name, counter=counter,
+                        question_generator=question_generator)
+
+
+def prepare_tree(
+    tree: DocumentTree,
+    options: IngestOptions,
+    *,
+    collection: str = "default",
+    model_name: str = "",
+    counter: TokenCounter = DEFAULT_COUNTER,
+    question_generator: QuestionGenerator | None = None,
+) -> FlatDocument:
+    """Refine and flatten an already-built tree (for callers with their own parser)."""
+    refine(tree, options, counter, question_generator)
+    return flatten(tree, collection=collection, model_name=model_name, counter=counter)

@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+import re
+
+from hrag_pg.ingest.html import parse_html
+
+from .ingest_checks import FIXTURES, assert_leaves_nonempty, find, shape
+
+
+def page():
+    return parse_html((FIXTURES / "page.html").read_text(encoding="utf-8"), "page.html")
+
+
+def test_h1_to_h3_build_the_same_tree_shape_as_markdown() -> None:
+    tree = page()
+    assert [(d, k, key) for d, k, key in shape(tree.root) if k in ("document", "section")] == [
+        (0, "document", None),
+        (1, "section", "Travel expenses"),
+        (2, "section", "Transport"),
+        (3, "section", "Mileage"),
+        (2, "section", "Meals"),
+    ]
+
+
+def test_paragraphs_items_tables_quotes_and_pre_become_leaves() -> None:
+    tree = page()
+    transport = find(tree, "Transport")
+    assert [c.kind for c in transport.children] == ["paragraph", "item", "item", "section"]
+    assert (
+        transport.children[0].content == "Economy class is reimbursed for flights under six hours."
+    )
+    assert transport.children[2].content == (
+        "Taxis: only when no public transport runs\nafter 23:00\nwith luggage over 20 kg"
+    )
+    meals = find(tree, "Meals")
+    assert [c.kind for c in meals.children] == ["table", "paragraph", "code"]
+    assert (
+        meals.children[0].content
+        == "Country | Daily allowance\nGermany | 28 EUR\nJapan | 4,500 JPY"
+    )
+    assert meals.children[2].content == "claim = submit(receipts)\n# keep the original receipts"
+
+
+def test_script_style_nav_and_head_are_not_content() -> None:
+    text = page().root.full_text()
+    for hidden in ("tracking code", "font-family", "Home", "not content", "Travel expense policy"):
+        assert hidden not in text
+    assert "0.30 EUR per km & parking" in text  # entities decoded
+
+
+def test_title_tag_used_when_there_is_no_h1() -> None:
+    tree = parse_html(
+        "<html><head><title>Only title</title></head><body><p>x</p></body></html>", "x"
+    )
+    assert tree.title == "Only title"
+    assert page().title == "Travel expenses"
+
+
+def test_unclosed_paragraphs_and_list_items_are_separate_leaves() -> None:
+    tree = parse_html("<h2>S</h2><p>one<p>two<ul><li>a<li>b</ul>tail", "x")
+    assert [(c.kind, c.content) for c in tree.root.children[0].children] == [
+        ("paragraph", "one"),
+        ("paragraph", "two"),
+        ("item", "a"),
+        ("item", "b"),
+        ("paragraph", "tail"),
+    ]
+
+
+def test_unclosed_head_does_not_hide_the_body() -> None:
+    tree = parse_html("<head><title>T</title><body><p>visible</p>", "x")
+    assert tree.root.full_text() == "visible"
+
+
+def test_all_visible_words_are_kept() -> None:
+    tree = page()
+    assert_leaves_nonempty(tree)
+    words = set(re.findall(r"\w+", tree.root.full_text()))
+    for word in ("reimburses", "Trains", "luggage", "Mileage", "Germany", "Receipts", "receipts"):
+        assert word in words

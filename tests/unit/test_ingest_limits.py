@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import pytest
+
+from hrag_pg.errors import IngestError
+from hrag_pg.ingest.limits import enforce_parent_limit
+from hrag_pg.ingest.markdown import parse_markdown
+from hrag_pg.ingest.tokens import ApproximateTokenCounter
+from hrag_pg.ingest.tree import DocumentTree, DraftNode
+
+from .ingest_checks import assert_leaves_nonempty, assert_text_preserved
+
+counter = ApproximateTokenCounter()
+
+
+def paragraph(n: int) -> str:
+    return " ".join(f"word{n}x{i}" for i in range(30)) + "."  # 39 tokens
+
+
+def big_section_doc(paragraphs: int = 10) -> str:
+    body = "\n\n".join(paragraph(n) for n in range(paragraphs))
+    return f"# Guide\n\n## Install\n\n{body}\n\n## Short\n\nTiny."
+
+
+def test_oversize_parent_of_leaves_is_split_into_numbered_siblings() -> None:
+    text = big_section_doc()
+    tree = enforce_parent_limit(
+        parse_markdown(text, "g.md"), max_parent_tokens=100, counter=counter
+    )
+    guide = tree.root.children[0]
+    parts = [c for c in guide.children if c.title and c.title.startswith("Install")]
+    assert [p.title for p in parts] == [
+        f"Install ({i}/{len(parts)})" for i in range(1, len(parts) + 1)
+    ]
+    assert [p.key for p in parts] == [f"Install#{i}" for i in range(1, len(parts) + 1)]
+    assert all(p.kind == "section" for p in parts)
+    assert all(counter.count(p.full_text()) <= 100 for p in parts)
+    assert parts[0].content == "Install" and all(p.content == "" for p in parts[1:])
+    assert guide.children[-1].title == "Short"
+    assert_text_preserved(text, tree)
+    assert_leaves_nonempty(tree)
+
+
+def test_parents_within_the_limit_are_untouched() -> None:
+    text = big_section_doc(2)
+    tree = enforce_parent_limit(parse_markdown(text, "g.md"), counter=counter)
+    assert [c.title for c in tree.root.children[0].children] == ["Install", "Short"]
+
+
+def test_single_leaf_over_the_limit_is_split_first() -> None:
+    text = " ".join(f"Sentence {i} is long enough to count." for i in range(100))
+    root = DraftNode(
+        kind="document",
+        children=[
+            DraftNode(
+                kind="section",
+                content="S",
+                key="S",
+                children=[DraftNode(kind="paragraph", content=text)],
+            )
+        ],
+    )
+    tree = enforce_parent_limit(DocumentTree("x", root), max_parent_tokens=120, counter=counter)
+    for section in tree.root.children:
+        assert counter.count(section.full_text()) <= 120
+        assert all(counter.count(leaf.content) <= 120 for leaf in section.children)
+    assert "".join(leaf.content for leaf in tree.root.leaves()) == text
+
+
+def test_oversize_root_wraps_runs_in_part_nodes() -> None:
+    root = DraftNode(
+        kind="document",
+        children=[DraftNode(kind="paragraph", content=paragraph(n)) for n in range(6)],
+    )
+    tree = enforce_parent_limit(DocumentTree("x", root), max_parent_tokens=100, counter=counter)
+    assert [c.kind for c in tree.root.children] == ["part", "part", "part"]
+    assert [c.title for c in tree.root.children] == ["Part 1/3", "Part 2/3", "Part 3/3"]
+
+
+def test_error_mode_refuses_with_a_clear_message() -> None:
+    tree = parse_markdown(big_section_doc(), "g.md")
+    with pytest.raises(
+        IngestError, match=r"g\.md: section 'Install' has \d+ tokens, over the 100-token limit"
+    ):
+        enforce_parent_limit(tree, max_parent_tokens=100, counter=counter, on_oversize="error")

@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from hrag_pg.errors import IngestError
+from hrag_pg.ingest.loaders import iter_supported_files, load_document
+
+from .ingest_checks import FIXTURES, assert_leaves_nonempty
+
+
+@pytest.mark.parametrize(
+    ("name", "strategy", "root_child_kinds"),
+    [
+        ("guide.md", "headings", {"section"}),
+        ("work_rules_ja.md", "clauses", {"paragraph", "chapter"}),
+        ("security_policy_ja.md", "clauses", {"paragraph", "chapter"}),
+        ("page.html", "headings", {"section"}),
+        ("sample.pdf", "pages", {"page"}),
+        ("module.py", "code", {"paragraph", "code", "class", "function"}),
+    ],
+)
+def test_strategy_is_chosen_by_extension_and_content(
+    name: str, strategy: str, root_child_kinds: set[str]
+) -> None:
+    tree = load_document(FIXTURES / name)
+    assert tree.metadata["strategy"] == strategy
+    assert {c.kind for c in tree.root.children} == root_child_kinds
+    assert tree.source == str(FIXTURES / name)
+    assert_leaves_nonempty(tree)
+
+
+def test_explicit_strategy_and_source_override_defaults() -> None:
+    tree = load_document(FIXTURES / "guide.md", strategy="window", source="docs/guide")
+    assert tree.source == "docs/guide"
+    assert {c.kind for c in tree.root.children} == {"window"}
+    assert (
+        load_document(FIXTURES / "sample.pdf", strategy="window").metadata["strategy"] == "window"
+    )
+
+
+def test_txt_with_articles_is_read_as_clauses(tmp_path: Path) -> None:
+    path = tmp_path / "terms.txt"
+    path.write_text("Article 1 Scope\nThese terms apply.\n", encoding="utf-8")
+    assert load_document(path).metadata["strategy"] == "clauses"
+
+
+def test_crlf_and_bom_are_normalised(tmp_path: Path) -> None:
+    path = tmp_path / "w.md"
+    path.write_bytes("\ufeff# T\r\n\r\nbody\r\n".encode())
+    tree = load_document(path)
+    assert tree.root.full_text() == "T\n\nbody"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"abc\xff\xfedef", r"not valid UTF-8 \(byte 0xff at byte offset 3\)"),
+        (
+            b"hello\x00world " + b"plain text " * 20,
+            r"NUL byte at offset 5; PostgreSQL text cannot store NUL bytes",
+        ),
+        (bytes(range(256)) * 4, r"looks like a binary file"),
+        (b"", r"is empty"),
+        (b"  \n\t\n", r"is empty"),
+        (b"# \n", r"found no text blocks"),
+    ],
+)
+def test_bad_input_raises_ingest_error_naming_the_file(
+    tmp_path: Path, content: bytes, message: str
+) -> None:
+    path = tmp_path / "bad.md"
+    path.write_bytes(content)
+    with pytest.raises(IngestError, match=message) as info:
+        load_document(path)
+    assert str(path) in str(info.value)
+
+
+def test_invalid_utf8_can_be_replaced(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.md"
+    path.write_bytes("café au lait".encode("latin-1"))
+    assert "caf\ufffd" in load_document(path, errors="replace").root.full_text()
+
+
+def test_missing_file_directory_and_unknown_type_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(IngestError, match="does not exist"):
+        load_document(tmp_path / "nope.md")
+    with pytest.raises(IngestError, match="is a directory"):
+        load_document(tmp_path)
+    (tmp_path / "data.xlsx").write_bytes(b"PK")
+    with pytest.raises(IngestError, match="unsupported file type '.xlsx'"):
+        load_document(tmp_path / "data.xlsx")
+    with pytest.raises(IngestError, match="unknown strategy"):
+        load_document(FIXTURES / "guide.md", strategy="magic")
+    with pytest.raises(IngestError, match="Python"):
+        load_document(FIXTURES / "guide.md", strategy="code")
+
+
+def test_iter_supported_files_walks_sorted_and_skips_hidden_and_unsupported(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / ".git").mkdir()
+    shutil.copy(FIXTURES / "guide.md", tmp_path / "sub" / "b.md")
+    shutil.copy(FIXTURES / "page.html", tmp_path / "a.html")
+    (tmp_path / ".git" / "config.md").write_text("x")
+    (tmp_path / ".hidden.md").write_text("x")
+    (tmp_path / "image.png").write_bytes(b"\x89PNG")
+    supported, skipped = iter_supported_files(
+        [tmp_path, tmp_path / "a.html", tmp_path / "missing.md"]
+    )
+    assert supported == [tmp_path / "a.html", tmp_path / "sub" / "b.md"]
+    assert skipped == [
+        (tmp_path / "image.png", "unsupported file type '.png'"),
+        (tmp_path / "missing.md", "does not exist"),
+    ]

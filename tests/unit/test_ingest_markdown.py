@@ -1,0 +1,131 @@
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hrag_pg.ingest.markdown import heading_of, parse_markdown
+
+from .ingest_checks import FIXTURES, assert_leaves_nonempty, assert_text_preserved, find, shape
+
+
+def guide():
+    text = (FIXTURES / "guide.md").read_text(encoding="utf-8")
+    return text, parse_markdown(text, "guide.md")
+
+
+def test_headings_nest_by_level_into_sections() -> None:
+    _, tree = guide()
+    requirements = find(tree, "Requirements")
+    checking = find(tree, "Checking pgvector")
+    install = find(tree, "Install")
+    assert requirements in install.children
+    assert checking in requirements.children
+    assert [c.key for c in find(tree, "hrag-pg user guide").children if c.kind == "section"] == [
+        "Install",
+        "Configuration",
+        "Retrieval",
+    ]
+
+
+def test_section_content_is_heading_text_without_hashes() -> None:
+    _, tree = guide()
+    install = find(tree, "Install")
+    assert (install.kind, install.content, install.title) == ("section", "Install", "Install")
+    assert install.metadata["level"] == 2
+
+
+def test_document_title_is_first_h1_unless_given() -> None:
+    _, tree = guide()
+    assert tree.title == "hrag-pg user guide"
+    assert parse_markdown("# A\n\ntext", "x", title="Given").title == "Given"
+
+
+def test_hash_lines_inside_code_fences_are_not_headings() -> None:
+    _, tree = guide()
+    keys = {node.key for node, _ in tree.root.walk()}
+    assert "install from the package index" not in keys
+    assert "not a heading either" not in keys
+    codes = [leaf for leaf in tree.root.leaves() if leaf.kind == "code"]
+    assert len(codes) == 2
+    assert codes[0].content.startswith("```bash\n# install")
+    assert codes[0].content.endswith("```")
+    assert "# not a heading either" in codes[1].content
+    assert codes[0].metadata == {"language": "bash"}
+
+
+def test_each_top_level_list_item_is_one_leaf_with_its_nested_items() -> None:
+    _, tree = guide()
+    items = [leaf.content for leaf in find(tree, "Requirements").children if leaf.kind == "item"]
+    assert items == [
+        "- PostgreSQL 14 or newer with pgvector",
+        "- Python 3.10+\n  - CPython only; PyPy is untested",
+        "- 2 GB of free memory for the embedding model",
+    ]
+
+
+def test_table_is_one_leaf_and_blockquote_is_a_paragraph() -> None:
+    _, tree = guide()
+    config = find(tree, "Configuration")
+    kinds = [child.kind for child in config.children]
+    assert kinds == ["table", "paragraph", "item", "item", "item"]
+    assert config.children[0].content.count("\n") == 3
+
+
+def test_text_before_first_heading_hangs_off_root() -> None:
+    tree = parse_markdown("Preamble line.\n\n# Title\n\nBody.", "x")
+    assert [(c.kind, c.content) for c in tree.root.children] == [
+        ("paragraph", "Preamble line."),
+        ("section", "Title"),
+    ]
+
+
+def test_skipped_heading_levels_nest_under_nearest_shallower_heading() -> None:
+    tree = parse_markdown("# A\n#### deep\ntext\n## B\nmore", "x")
+    assert shape(tree.root) == [
+        (0, "document", None),
+        (1, "section", "A"),
+        (2, "section", "deep"),
+        (3, "paragraph", None),
+        (2, "section", "B"),
+        (3, "paragraph", None),
+    ]
+
+
+def test_duplicate_sibling_headings_get_distinct_keys() -> None:
+    tree = parse_markdown("# Doc\n## Example\none\n## Example\ntwo", "x")
+    assert [c.key for c in tree.root.children[0].children] == ["Example", "Example (2)"]
+
+
+def test_heading_parsing_rules() -> None:
+    assert heading_of("## Install ##") == (2, "Install")
+    assert heading_of("#hashtag") is None
+    assert heading_of("####### seven") is None
+    assert heading_of("    # indented code") is None
+
+
+def test_guide_text_is_preserved_and_leaves_nonempty() -> None:
+    text, tree = guide()
+    assert_text_preserved(text, tree)
+    assert_leaves_nonempty(tree)
+
+
+_words = st.text(alphabet="abcxyz日本語の規則。、 .,-*>|`~0123456789", min_size=1, max_size=40)
+_heading = st.builds(
+    lambda level, text: "#" * level + " " + text,
+    st.integers(1, 6),
+    st.text(alphabet="abc 日本", min_size=1, max_size=10),
+)
+_fence = st.builds(lambda body: f"```\n# {body}\n```", st.text(alphabet="abc #", max_size=10))
+_block = st.one_of(_heading, _words, _fence, st.builds(lambda w: f"- {w}", _words))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_block, min_size=1, max_size=12), st.sampled_from(["\n", "\n\n"]))
+def test_random_markdown_preserves_text_and_has_no_empty_leaves(
+    blocks: list[str], sep: str
+) -> None:
+    text = sep.join(blocks)
+    tree = parse_markdown(text, "random.md")
+    assert_text_preserved(text, tree)
+    for leaf in tree.root.leaves():
+        assert leaf is tree.root or leaf.content.strip()
