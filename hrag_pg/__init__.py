@@ -1,5 +1,35 @@
-"""hrag-pg: PostgreSQL-native hierarchical retrieval (Parent-Child and Auto-Merging)."""
+"""hrag-pg: PostgreSQL-native hierarchical retrieval (Parent-Child and Auto-Merging).
+
+The retrieval logic lives in SQL (``sql/``); this package connects, ingests
+documents as trees of nodes, embeds them, and calls those SQL functions.
+Heavy parts are imported lazily so ``import hrag_pg`` stays light.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from .api import AsyncHRAG, AutoMergingRetriever, HRAG, IngestReport, ParentChildRetriever
+    from .ingest.pipeline import IngestOptions
+    from .models import ChildChunk, Context, Node, ParentChunk, RetrievalResult
+
+_EXPORTS = {
+    "HRAG": "api", "AsyncHRAG": "api", "ParentChildRetriever": "api", "AutoMergingRetriever": "api",
+    "IngestReport": "api", "IngestOptions": "ingest.pipeline",
+    "Node": "models", "ParentChunk": "models", "ChildChunk": "models", "RetrievalResult": "models",
+    "Context": "models",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        from importlib import import_module
+
+        return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module 'hrag_pg' has no attribute {name!r}")
+
+
+__all__ = sorted(_EXPORTS)

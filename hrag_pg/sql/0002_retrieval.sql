@@ -46,6 +46,27 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION hrag._check_hits(node_ids uuid[], scores real[])
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+    IF node_ids IS NULL OR scores IS NULL THEN
+        RAISE EXCEPTION 'hrag: arguments "node_ids" and "scores" must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF cardinality(node_ids) <> cardinality(scores) THEN
+        RAISE EXCEPTION 'hrag: arguments "node_ids" (% elements) and "scores" (% elements) must have the same length',
+            cardinality(node_ids), cardinality(scores)
+            USING ERRCODE = 'array_subscript_error';
+    END IF;
+    IF array_position(node_ids, NULL) IS NOT NULL OR array_position(scores, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'hrag: arguments "node_ids" and "scores" must not contain NULL'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+END
+$$;
+
 -- ---------------------------------------------------------------------------
 -- hrag.node_text: a node's full text (own text + descendants, document order).
 -- One range scan of the (document_id, seq) index; NULL for an unknown id.
@@ -211,6 +232,53 @@ END
 $$;
 
 -- ---------------------------------------------------------------------------
+-- hrag.parent_child_hits: small-to-big for hits that came from elsewhere
+-- (a reranker's order, a keyword search).  The array order is the rank
+-- order: parents are de-duplicated in first-seen order, at most max_parents,
+-- each with its full text, its best hit score and its hits in order.
+-- Unknown ids and hits without a parent are ignored.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION hrag.parent_child_hits(
+    node_ids    uuid[],
+    scores      real[],
+    max_parents integer DEFAULT 4
+)
+RETURNS TABLE (node_id uuid, document_id uuid, title text, heading_path text[], content text,
+               score real, matched_children uuid[], rank integer)
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM hrag._check_hits(node_ids, scores);
+    PERFORM hrag._check_count(max_parents, 'max_parents');
+
+    RETURN QUERY
+    WITH hit AS (
+        SELECT h.id, h.score, h.ord, n.parent_id
+          FROM unnest(node_ids, scores) WITH ORDINALITY AS h(id, score, ord)
+          JOIN hrag.nodes n ON n.id = h.id
+         WHERE n.parent_id IS NOT NULL
+    ),
+    picked AS (
+        SELECT hit.parent_id,
+               min(hit.ord) AS first_seen,
+               max(hit.score) AS best,
+               array_agg(hit.id ORDER BY hit.ord) AS matched
+          FROM hit
+         GROUP BY hit.parent_id
+         ORDER BY first_seen
+         LIMIT max_parents
+    )
+    SELECT p.id, p.document_id, p.title, p.heading_path, hrag.node_text(p.id),
+           picked.best, picked.matched,
+           (row_number() OVER (ORDER BY picked.first_seen))::integer
+      FROM picked
+      JOIN hrag.nodes p ON p.id = picked.parent_id
+     ORDER BY picked.first_seen;
+END
+$$;
+
+-- ---------------------------------------------------------------------------
 -- hrag.auto_merge_hits: the auto-merge, for hits from anywhere (an ANN
 -- search, a reranker, a keyword search).
 --
@@ -250,19 +318,7 @@ DECLARE
     new_ratios     real[];
     level          integer;
 BEGIN
-    IF node_ids IS NULL OR scores IS NULL THEN
-        RAISE EXCEPTION 'hrag: arguments "node_ids" and "scores" must not be NULL'
-            USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF cardinality(node_ids) <> cardinality(scores) THEN
-        RAISE EXCEPTION 'hrag: arguments "node_ids" (% elements) and "scores" (% elements) must have the same length',
-            cardinality(node_ids), cardinality(scores)
-            USING ERRCODE = 'array_subscript_error';
-    END IF;
-    IF array_position(node_ids, NULL) IS NOT NULL OR array_position(scores, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION 'hrag: arguments "node_ids" and "scores" must not contain NULL'
-            USING ERRCODE = 'null_value_not_allowed';
-    END IF;
+    PERFORM hrag._check_hits(node_ids, scores);
     IF merge_threshold IS NULL OR merge_threshold <= 0 OR merge_threshold > 1 OR merge_threshold = 'NaN' THEN
         RAISE EXCEPTION 'hrag: argument "merge_threshold" must be in (0, 1], got %', coalesce(merge_threshold::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';

@@ -1,0 +1,325 @@
+"""The Python facade: connect, ingest, retrieve.
+
+    from hrag_pg import HRAG
+
+    hrag = HRAG.open()                       # HRAG_DATABASE_URL, or the embedded server
+    hrag.ingest(["docs/"], collection="manuals")
+    for r in hrag.parent_child("How do I ...?"):
+        print(r.heading_path, r.score, r.content)
+
+Each retrieval embeds the question once and makes one call of a SQL function
+(plus, with a reranker, one call to fetch the candidates' texts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import context as context_module
+from . import db, migrate
+from .async_repository import AsyncRepository
+from .embedding import Embedder, default_embedder
+from .errors import HragError, IngestError
+from .ingest.children import QuestionGenerator
+from .ingest.loaders import iter_supported_files
+from .ingest.pipeline import IngestOptions, prepare_file, prepare_tree
+from .ingest.tree import DocumentTree
+from .models import Context, IngestResult, RetrievalResult, SearchHit
+from .repository import Progress, Repository
+from .rerank import Reranker
+
+#: Longest question accepted; the model reads 256 tokens anyway.
+MAX_QUESTION_CHARS = 10_000
+
+
+@dataclass
+class IngestReport:
+    """What one ``ingest`` call did: per-file results, skipped and failed files."""
+
+    results: list[IngestResult] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def embedded(self) -> int:
+        return sum(r.embedded for r in self.results)
+
+    @property
+    def nodes(self) -> int:
+        return sum(r.nodes for r in self.results)
+
+
+def check_question(question: str) -> str:
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("the question is empty; ask something")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise ValueError(
+            f"the question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,} "
+            "(the embedding model reads only its first 256 tokens)"
+        )
+    return question
+
+
+class HRAG:
+    """One hrag installation: a database plus an embedding model."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        embedder: Embedder | None = None,
+        model: str | None = None,
+        check: bool = True,
+    ) -> None:
+        self.url = db.resolve_url(url)
+        db.check_reachable(self.url)
+        self.repository = Repository(db.engine(self.url))
+        self._embedder = embedder
+        self._model = model
+        self._embedder_checked = False
+        if check:
+            self.repository.check_ready()
+
+    @classmethod
+    def open(cls, url: str | None = None, *, migrate_schema: bool = True, **kwargs: Any) -> HRAG:
+        """Connect, migrating the schema to head first (the usual entry point)."""
+        resolved = db.resolve_url(url)
+        db.check_reachable(resolved)
+        if migrate_schema:
+            migrate.upgrade(resolved)
+        return cls(resolved, **kwargs)
+
+    # ------------------------------------------------------------- embedding
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = default_embedder(self._model)
+        if not self._embedder_checked:
+            self.repository.check_ready(self._embedder.dim)
+            self._embedder_checked = True
+        return self._embedder
+
+    def embed_query(self, question: str) -> np.ndarray:
+        return np.asarray(self.embedder.embed([check_question(question)])[0], dtype=np.float32)
+
+    # ------------------------------------------------------------- ingestion
+
+    def ingest(
+        self,
+        paths: Iterable[str | Path],
+        *,
+        collection: str = "default",
+        options: IngestOptions | None = None,
+        progress: Progress | None = None,
+        question_generator: QuestionGenerator | None = None,
+        stop_on_error: bool = False,
+    ) -> IngestReport:
+        """Ingest files and directories; unsupported files are skipped and reported.
+
+        Each document is its own transaction: a bad file is reported in
+        ``failed`` (or raised with ``stop_on_error``) and never touches what
+        is stored for the others.
+        """
+        started = time.perf_counter()
+        options = options or IngestOptions()
+        report = IngestReport()
+        paths = list(paths)
+        for p in paths:
+            if not Path(p).exists():
+                raise IngestError(f"{p}: no such file or directory")
+        files, skipped = iter_supported_files(paths)
+        report.skipped = [(str(p), reason) for p, reason in skipped]
+        embedder = self.embedder
+        counter = embedder.token_counter
+        for index, path in enumerate(files, start=1):
+            try:
+                doc = prepare_file(path, options, collection=collection, model_name=_model_name(embedder),
+                                   counter=counter, question_generator=question_generator)
+                report.results.append(self.repository.write_document(doc, embedder, progress=progress))
+            except HragError as exc:
+                if stop_on_error:
+                    raise
+                report.failed.append((str(path), str(exc)))
+            if progress:
+                progress("files", index, len(files))
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def ingest_tree(
+        self,
+        tree: DocumentTree,
+        *,
+        collection: str = "default",
+        options: IngestOptions | None = None,
+        progress: Progress | None = None,
+    ) -> IngestResult:
+        """Ingest a tree built by your own parser (or one of ours)."""
+        embedder = self.embedder
+        doc = prepare_tree(tree, options or IngestOptions(), collection=collection,
+                           model_name=_model_name(embedder), counter=embedder.token_counter)
+        return self.repository.write_document(doc, embedder, progress=progress)
+
+    def delete(self, source: str, collection: str = "default") -> bool:
+        """Delete a source and its whole tree; False if it was not stored."""
+        return self.repository.delete_source(source, collection)
+
+    # ------------------------------------------------------------- retrieval
+
+    def parent_child(self, question: str, **settings: Any) -> list[RetrievalResult]:
+        return ParentChildRetriever(self, **settings).retrieve(question)
+
+    def auto_merge(self, question: str, **settings: Any) -> list[RetrievalResult]:
+        return AutoMergingRetriever(self, **settings).retrieve(question)
+
+
+def _model_name(embedder: Embedder) -> str:
+    return str(getattr(embedder, "model_name", type(embedder).__name__))
+
+
+@dataclass
+class _RetrieverSettings:
+    collection: str | None = None
+    filter: dict[str, Any] | None = None
+    reranker: Reranker | None = None
+    #: How many children the reranker rescoring sees (vector top-N).
+    rerank_candidates: int = 50
+    max_context_tokens: int | None = None
+
+
+def _reranked(question: str, hits: list[SearchHit], texts: dict[Any, str], reranker: Reranker,
+              keep: int) -> list[SearchHit]:
+    hits = [h for h in hits if h.node_id in texts]
+    scores = reranker.score(question, [texts[h.node_id] for h in hits])
+    rescored = [h.model_copy(update={"score": float(s)}) for h, s in zip(hits, scores)]
+    rescored.sort(key=lambda h: -h.score)
+    return rescored[:keep]
+
+
+@dataclass
+class ParentChildRetriever(_RetrieverSettings):
+    """Small-to-big: match children, return their parents (``hrag.parent_child``)."""
+
+    hrag: HRAG | None = None
+    top_k_children: int = 20
+    max_parents: int = 4
+    min_score: float | None = None
+
+    def __init__(self, hrag: HRAG, *, top_k_children: int = 20, max_parents: int = 4,
+                 min_score: float | None = None, **settings: Any) -> None:
+        _RetrieverSettings.__init__(self, **settings)
+        self.hrag, self.top_k_children, self.max_parents, self.min_score = hrag, top_k_children, max_parents, min_score
+
+    def retrieve(self, question: str) -> list[RetrievalResult]:
+        assert self.hrag is not None
+        query = self.hrag.embed_query(question)
+        repo = self.hrag.repository
+        if self.reranker is None:
+            return repo.parent_child(query, top_k_children=self.top_k_children, max_parents=self.max_parents,
+                                     collection=self.collection, filter=self.filter, min_score=self.min_score)
+        hits = repo.search_leaves(query, max(self.rerank_candidates, self.top_k_children),
+                                  collection=self.collection, filter=self.filter)
+        if self.min_score is not None:
+            hits = [h for h in hits if h.score >= self.min_score]
+        texts = repo.child_texts([h.node_id for h in hits])
+        best = _reranked(question, hits, texts, self.reranker, self.top_k_children)
+        return repo.parent_child_hits(best, self.max_parents)
+
+    def context(self, question: str) -> Context:
+        assert self.hrag is not None
+        return context_module.assemble(self.retrieve(question), self.max_context_tokens,
+                                       self.hrag.embedder.token_counter)
+
+
+@dataclass
+class AutoMergingRetriever(_RetrieverSettings):
+    """Auto-merging: hit leaves, merge siblings into parents upward (``hrag.auto_merge``)."""
+
+    hrag: HRAG | None = None
+    top_k: int = 12
+    merge_threshold: float = 0.5
+
+    def __init__(self, hrag: HRAG, *, top_k: int = 12, merge_threshold: float = 0.5, **settings: Any) -> None:
+        _RetrieverSettings.__init__(self, **settings)
+        self.hrag, self.top_k, self.merge_threshold = hrag, top_k, merge_threshold
+
+    def retrieve(self, question: str) -> list[RetrievalResult]:
+        assert self.hrag is not None
+        query = self.hrag.embed_query(question)
+        repo = self.hrag.repository
+        if self.reranker is None:
+            return repo.auto_merge(query, top_k=self.top_k, merge_threshold=self.merge_threshold,
+                                   collection=self.collection, filter=self.filter)
+        hits = repo.search_leaves(query, max(self.rerank_candidates, self.top_k),
+                                  collection=self.collection, filter=self.filter)
+        texts = repo.child_texts([h.node_id for h in hits])
+        best = _reranked(question, hits, texts, self.reranker, self.top_k)
+        return repo.auto_merge_hits(best, self.merge_threshold)
+
+    def context(self, question: str) -> Context:
+        assert self.hrag is not None
+        return context_module.assemble(self.retrieve(question), self.max_context_tokens,
+                                       self.hrag.embedder.token_counter)
+
+
+class AsyncHRAG:
+    """Async retrieval on psycopg's AsyncConnection, sharing the sync facade's model."""
+
+    def __init__(self, hrag: HRAG) -> None:
+        self.hrag = hrag
+        self.repository = AsyncRepository(hrag.url)
+
+    @classmethod
+    async def open(cls, url: str | None = None, **kwargs: Any) -> AsyncHRAG:
+        hrag = await asyncio.to_thread(HRAG.open, url, **kwargs)
+        return cls(hrag)
+
+    async def embed_query(self, question: str) -> np.ndarray:
+        return await asyncio.to_thread(self.hrag.embed_query, question)
+
+    async def parent_child(self, question: str, *, top_k_children: int = 20, max_parents: int = 4,
+                           collection: str | None = None, filter: dict[str, Any] | None = None,
+                           min_score: float | None = None, reranker: Reranker | None = None,
+                           rerank_candidates: int = 50) -> list[RetrievalResult]:
+        query = await self.embed_query(question)
+        if reranker is None:
+            return await self.repository.parent_child(query, top_k_children=top_k_children,
+                                                      max_parents=max_parents, collection=collection,
+                                                      filter=filter, min_score=min_score)
+        hits = await self.repository.search_leaves(query, max(rerank_candidates, top_k_children),
+                                                   collection=collection, filter=filter)
+        if min_score is not None:
+            hits = [h for h in hits if h.score >= min_score]
+        texts = await self.repository.child_texts([h.node_id for h in hits])
+        best = await asyncio.to_thread(_reranked, question, hits, texts, reranker, top_k_children)
+        return await self.repository.parent_child_hits(best, max_parents)
+
+    async def auto_merge(self, question: str, *, top_k: int = 12, merge_threshold: float = 0.5,
+                         collection: str | None = None, filter: dict[str, Any] | None = None,
+                         reranker: Reranker | None = None, rerank_candidates: int = 50) -> list[RetrievalResult]:
+        query = await self.embed_query(question)
+        if reranker is None:
+            return await self.repository.auto_merge(query, top_k=top_k, merge_threshold=merge_threshold,
+                                                    collection=collection, filter=filter)
+        hits = await self.repository.search_leaves(query, max(rerank_candidates, top_k),
+                                                   collection=collection, filter=filter)
+        texts = await self.repository.child_texts([h.node_id for h in hits])
+        best = await asyncio.to_thread(_reranked, question, hits, texts, reranker, top_k)
+        return await self.repository.auto_merge_hits(best, merge_threshold)
+
+    async def close(self) -> None:
+        await self.repository.close()
+
+
+__all__ = [
+    "AsyncHRAG", "AutoMergingRetriever", "HRAG", "IngestOptions", "IngestReport", "ParentChildRetriever",
+    "Sequence", "replace",
+]

@@ -1,0 +1,96 @@
+"""Async reads on psycopg's AsyncConnection: the same SQL as the sync repository.
+
+One connection per instance, used by one coroutine at a time (an asyncio
+lock), reopened transparently if the server dropped it.  Writes stay on the
+sync repository: ingestion is CPU-bound embedding work, not I/O.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg.rows import dict_row
+
+from . import queries
+from .db import connection_error, libpq_url
+from .models import RetrievalResult, SearchHit
+from .repository import hits_params, rerank_text, search_params, to_result
+
+
+class AsyncRepository:
+    """Async counterpart of :class:`hrag_pg.repository.Repository` for retrieval."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._conn: psycopg.AsyncConnection | None = None
+        self._lock = asyncio.Lock()
+
+    async def _connection(self) -> psycopg.AsyncConnection:
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            from pgvector.psycopg import register_vector_async
+
+            try:
+                self._conn = await psycopg.AsyncConnection.connect(libpq_url(self.url))
+            except psycopg.OperationalError as exc:
+                raise connection_error(self.url, exc) from exc
+            await register_vector_async(self._conn)
+        return self._conn
+
+    async def _fetch(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        async with self._lock:
+            conn = await self._connection()
+            try:
+                async with conn.cursor(row_factory=dict_row) as cur:
+                    await cur.execute(sql, params)
+                    rows = await cur.fetchall()
+            finally:
+                if not conn.broken:
+                    await conn.rollback()
+        return rows
+
+    async def search_leaves(
+        self, query: np.ndarray, k: int = 20, *, collection: str | None = None,
+        filter: dict[str, Any] | None = None,
+    ) -> list[SearchHit]:
+        rows = await self._fetch(queries.SEARCH_LEAVES, search_params(query, k=k, collection=collection, filter=filter))
+        return [SearchHit(**row) for row in rows]
+
+    async def parent_child(
+        self, query: np.ndarray, *, top_k_children: int = 20, max_parents: int = 4,
+        collection: str | None = None, filter: dict[str, Any] | None = None, min_score: float | None = None,
+    ) -> list[RetrievalResult]:
+        params = search_params(query, k=top_k_children, collection=collection, filter=filter)
+        params.update(p=max_parents, m=min_score)
+        return [to_result("parent-child", row) for row in await self._fetch(queries.PARENT_CHILD, params)]
+
+    async def auto_merge(
+        self, query: np.ndarray, *, top_k: int = 12, merge_threshold: float = 0.5,
+        collection: str | None = None, filter: dict[str, Any] | None = None,
+    ) -> list[RetrievalResult]:
+        params = search_params(query, k=top_k, collection=collection, filter=filter)
+        params.update(t=merge_threshold)
+        return [to_result("auto-merge", row) for row in await self._fetch(queries.AUTO_MERGE, params)]
+
+    async def auto_merge_hits(self, hits: Sequence[SearchHit], merge_threshold: float = 0.5) -> list[RetrievalResult]:
+        params = hits_params(hits)
+        params.update(t=merge_threshold)
+        return [to_result("auto-merge", row) for row in await self._fetch(queries.AUTO_MERGE_HITS, params)]
+
+    async def parent_child_hits(self, hits: Sequence[SearchHit], max_parents: int = 4) -> list[RetrievalResult]:
+        params = hits_params(hits)
+        params.update(p=max_parents)
+        return [to_result("parent-child", row) for row in await self._fetch(queries.PARENT_CHILD_HITS, params)]
+
+    async def child_texts(self, node_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
+        rows = await self._fetch(queries.CHILD_TEXTS, {"ids": list(node_ids)})
+        return {row["id"]: rerank_text(row) for row in rows}
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            await self._conn.close()
+            self._conn = None

@@ -1,0 +1,363 @@
+"""The repository: the only module that reads or writes hrag's tables.
+
+Writes follow DESIGN.md's consistency rules:
+
+* a document's whole tree and all its embeddings are written in **one
+  transaction** (upsert the document row, delete its old nodes, COPY the new
+  ones), so a crash leaves the previous version intact and nothing partial;
+* writers of the same (collection, source) are serialised by a transaction
+  advisory lock; writers of different sources never wait for each other;
+* children whose embedded text is unchanged keep their stored embedding
+  (matched by content hash), so editing one paragraph re-embeds one paragraph.
+
+Reads call the SQL functions in ``sql/`` — one round trip per retrieval.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import psycopg
+import sqlalchemy as sa
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from sqlalchemy.engine import Engine
+
+from . import migrate, queries
+from .embedding import Embedder
+from .errors import EmbeddingError, SchemaError
+from .ingest.flatten import FlatDocument
+from .models import IngestResult, Node, RetrievalResult, SearchHit
+
+#: Progress callback: (stage, done, total).
+Progress = Callable[[str, int, int], None]
+
+_NODE_COLUMNS = (
+    "id", "document_id", "collection", "parent_id", "depth", "position", "kind", "title",
+    "heading_path", "content", "token_count", "child_count", "seq", "subtree_end",
+    "content_hash", "embedding", "metadata",
+)
+_NODE_TYPES = (
+    "uuid", "uuid", "text", "uuid", "int4", "int4", "text", "text",
+    "text[]", "text", "int4", "int4", "int4", "int4",
+    "text", "vector", "jsonb",
+)
+COPY_CHUNK = 2000
+
+
+def _filter_json(filter: dict[str, Any] | None) -> str | None:
+    if filter is None:
+        return None
+    if not isinstance(filter, dict):
+        raise ValueError(f"filter must be a JSON object (a dict), got {type(filter).__name__}")
+    return json.dumps(filter, ensure_ascii=False)
+
+
+def search_params(
+    query: np.ndarray, *, k: int, collection: str | None, filter: dict[str, Any] | None
+) -> dict[str, Any]:
+    """Parameters shared by the search functions (query vector as float32)."""
+    return {"q": np.asarray(query, dtype=np.float32), "k": k, "c": collection, "f": _filter_json(filter)}
+
+
+def hits_params(hits: Sequence[SearchHit]) -> dict[str, Any]:
+    return {"ids": [h.node_id for h in hits], "scores": [float(h.score) for h in hits]}
+
+
+def to_result(mode: str, row: dict[str, Any]) -> RetrievalResult:
+    return RetrievalResult(mode=mode, **row)  # type: ignore[arg-type]
+
+
+def rerank_text(row: dict[str, Any]) -> str:
+    path = " > ".join(p for p in (row.get("heading_path") or []) if p)
+    return f"[{path}] {row['content']}" if path else row["content"]
+
+
+def _driver(conn: sa.Connection) -> psycopg.Connection:
+    driver = conn.connection.dbapi_connection
+    assert isinstance(driver, psycopg.Connection)
+    return driver
+
+
+class Repository:
+    """All database access for one hrag installation (one database)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._dim: int | None = None
+
+    # ------------------------------------------------------------ installation
+
+    def embedding_dim(self) -> int:
+        if self._dim is None:
+            from .db import installed_embedding_dim
+
+            with self.engine.connect() as conn:
+                self._dim = installed_embedding_dim(conn)
+        return self._dim
+
+    def check_ready(self, embedder_dim: int | None = None) -> None:
+        """Migrated to head, and (if given) the embedder's dimension matches the database's."""
+        with self.engine.connect() as conn:
+            current = migrate.current_revision(conn)
+        head = migrate.head_revision()
+        if current != head:
+            raise SchemaError(
+                f"The database's hrag schema is at revision {current or 'none'}, this hrag-pg needs {head}: "
+                "run `hrag migrate`."
+            )
+        if embedder_dim is not None and embedder_dim != self.embedding_dim():
+            raise EmbeddingError(
+                f"The embedding model makes {embedder_dim}-dimensional vectors but this database stores "
+                f"{self.embedding_dim()} dimensions; use a matching model or migrate a new database with "
+                f"--embedding-dim {embedder_dim}."
+            )
+
+    # ------------------------------------------------------------------ writes
+
+    @staticmethod
+    def _lock_source(conn: sa.Connection, collection: str, source: str) -> None:
+        conn.execute(
+            sa.text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
+            {"key": f"hrag\x1f{collection}\x1f{source}"},
+        )
+
+    def write_document(
+        self,
+        doc: FlatDocument,
+        embedder: Embedder,
+        *,
+        progress: Progress | None = None,
+        after_chunk: Callable[[int], None] | None = None,
+    ) -> IngestResult:
+        """Replace the stored tree of ``doc.source`` by ``doc``, atomically.
+
+        ``after_chunk`` is called with the number of rows written so far after
+        each COPY chunk (tests use it to inject a failure half-way).
+        """
+        started = time.perf_counter()
+        with self.engine.begin() as conn:
+            self._lock_source(conn, doc.collection, doc.source)
+            dim = self.embedding_dim()
+            existing = conn.execute(
+                sa.text("SELECT content_hash FROM hrag.documents WHERE id = :id"), {"id": doc.id}
+            ).scalar()
+            if existing == doc.content_hash:
+                return IngestResult(
+                    source=doc.source, collection=doc.collection, document_id=doc.id, status="unchanged",
+                    nodes=len(doc.nodes), embedded=0, reused=len(doc.search_targets),
+                    seconds=time.perf_counter() - started,
+                )
+
+            stored: dict[str, np.ndarray] = {}
+            if existing is not None:
+                for content_hash, embedding in _driver(conn).execute(
+                    "SELECT content_hash, embedding FROM hrag.nodes "
+                    "WHERE document_id = %s AND embedding IS NOT NULL",
+                    (doc.id,),
+                ):
+                    stored[content_hash] = embedding
+
+            targets = doc.search_targets
+            missing = list(dict.fromkeys(n.embed_text for n in targets if n.content_hash not in stored))
+            vectors = self._embed(embedder, missing, dim, progress)  # type: ignore[arg-type]
+            fresh = dict(zip(missing, vectors))
+
+            conn.execute(
+                sa.text(
+                    """
+                    INSERT INTO hrag.documents AS d (id, collection, source, title, content_hash, metadata)
+                    VALUES (:id, :collection, :source, :title, :hash, CAST(:metadata AS jsonb))
+                    ON CONFLICT (collection, source) DO UPDATE
+                       SET title = EXCLUDED.title,
+                           content_hash = EXCLUDED.content_hash,
+                           metadata = EXCLUDED.metadata,
+                           updated_at = now()
+                    """
+                ),
+                {"id": doc.id, "collection": doc.collection, "source": doc.source, "title": doc.title,
+                 "hash": doc.content_hash, "metadata": json.dumps(doc.metadata, ensure_ascii=False, default=str)},
+            )
+            conn.execute(sa.text("DELETE FROM hrag.nodes WHERE document_id = :id"), {"id": doc.id})
+            self._copy_nodes(conn, doc, stored, fresh, progress, after_chunk)
+
+        return IngestResult(
+            source=doc.source, collection=doc.collection, document_id=doc.id,
+            status="updated" if existing is not None else "created",
+            nodes=len(doc.nodes), embedded=len(missing), reused=len(targets) - len(missing),
+            seconds=time.perf_counter() - started,
+        )
+
+    @staticmethod
+    def _embed(embedder: Embedder, texts: list[str], dim: int, progress: Progress | None) -> list[np.ndarray]:
+        if not texts:
+            return []
+        if embedder.dim != dim:
+            raise EmbeddingError(
+                f"The embedding model makes {embedder.dim}-dimensional vectors but this database stores "
+                f"{dim} dimensions."
+            )
+        out: list[np.ndarray] = []
+        batch = 256
+        for start in range(0, len(texts), batch):
+            out.extend(embedder.embed(texts[start:start + batch]))
+            if progress:
+                progress("embed", min(start + batch, len(texts)), len(texts))
+        return out
+
+    @staticmethod
+    def _copy_nodes(
+        conn: sa.Connection, doc: FlatDocument, stored: dict[str, np.ndarray], fresh: dict[str, np.ndarray],
+        progress: Progress | None, after_chunk: Callable[[int], None] | None,
+    ) -> None:
+        total = len(doc.nodes)
+        columns = ", ".join(_NODE_COLUMNS)
+        with _driver(conn).cursor() as cur:
+            with cur.copy(f"COPY hrag.nodes ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(list(_NODE_TYPES))
+                for i, n in enumerate(doc.nodes, start=1):
+                    embedding = None
+                    if n.embed_text is not None:
+                        embedding = stored.get(n.content_hash)
+                        if embedding is None:
+                            embedding = fresh[n.embed_text]
+                    copy.write_row((
+                        n.id, doc.id, doc.collection, n.parent_id, n.depth, n.position, n.kind, n.title,
+                        n.heading_path, n.content, n.token_count, n.child_count, n.seq, n.subtree_end,
+                        n.content_hash, embedding, Jsonb(n.metadata),
+                    ))
+                    if i % COPY_CHUNK == 0 or i == total:
+                        if progress:
+                            progress("write", i, total)
+                        if after_chunk:
+                            after_chunk(i)
+
+    def write_rows_only(self, doc: FlatDocument, vectors: dict[str, np.ndarray]) -> None:
+        """Write a document whose embeddings are precomputed (benchmarks of the write path)."""
+        with self.engine.begin() as conn:
+            self._lock_source(conn, doc.collection, doc.source)
+            conn.execute(
+                sa.text(
+                    "INSERT INTO hrag.documents (id, collection, source, title, content_hash) "
+                    "VALUES (:id, :c, :s, :t, :h) ON CONFLICT (collection, source) DO UPDATE "
+                    "SET content_hash = EXCLUDED.content_hash"
+                ),
+                {"id": doc.id, "c": doc.collection, "s": doc.source, "t": doc.title, "h": doc.content_hash},
+            )
+            conn.execute(sa.text("DELETE FROM hrag.nodes WHERE document_id = :id"), {"id": doc.id})
+            self._copy_nodes(conn, doc, {}, vectors, None, None)
+
+    def delete_source(self, source: str, collection: str = "default") -> bool:
+        """Delete a document and its whole tree; False if there was none."""
+        with self.engine.begin() as conn:
+            self._lock_source(conn, collection, source)
+            deleted = conn.execute(
+                sa.text("DELETE FROM hrag.documents WHERE collection = :c AND source = :s RETURNING id"),
+                {"c": collection, "s": source},
+            ).fetchall()
+        return bool(deleted)
+
+    # ------------------------------------------------------------------- reads
+
+    def _fetch(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            with _driver(conn).cursor(row_factory=dict_row) as cur:
+                rows = cur.execute(sql, params).fetchall()
+            conn.rollback()
+        return rows
+
+    def search_leaves(
+        self, query: np.ndarray, k: int = 20, *, collection: str | None = None,
+        filter: dict[str, Any] | None = None,
+    ) -> list[SearchHit]:
+        rows = self._fetch(queries.SEARCH_LEAVES, search_params(query, k=k, collection=collection, filter=filter))
+        return [SearchHit(**row) for row in rows]
+
+    def parent_child(
+        self, query: np.ndarray, *, top_k_children: int = 20, max_parents: int = 4,
+        collection: str | None = None, filter: dict[str, Any] | None = None, min_score: float | None = None,
+    ) -> list[RetrievalResult]:
+        params = search_params(query, k=top_k_children, collection=collection, filter=filter)
+        params.update(p=max_parents, m=min_score)
+        return [to_result("parent-child", row) for row in self._fetch(queries.PARENT_CHILD, params)]
+
+    def auto_merge(
+        self, query: np.ndarray, *, top_k: int = 12, merge_threshold: float = 0.5,
+        collection: str | None = None, filter: dict[str, Any] | None = None,
+    ) -> list[RetrievalResult]:
+        params = search_params(query, k=top_k, collection=collection, filter=filter)
+        params.update(t=merge_threshold)
+        return [to_result("auto-merge", row) for row in self._fetch(queries.AUTO_MERGE, params)]
+
+    def auto_merge_hits(self, hits: Sequence[SearchHit], merge_threshold: float = 0.5) -> list[RetrievalResult]:
+        params = hits_params(hits)
+        params.update(t=merge_threshold)
+        return [to_result("auto-merge", row) for row in self._fetch(queries.AUTO_MERGE_HITS, params)]
+
+    def parent_child_hits(self, hits: Sequence[SearchHit], max_parents: int = 4) -> list[RetrievalResult]:
+        params = hits_params(hits)
+        params.update(p=max_parents)
+        return [to_result("parent-child", row) for row in self._fetch(queries.PARENT_CHILD_HITS, params)]
+
+    def child_texts(self, node_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
+        """The text a reranker should score for each child (heading path + content)."""
+        rows = self._fetch(queries.CHILD_TEXTS, {"ids": list(node_ids)})
+        return {row["id"]: rerank_text(row) for row in rows}
+
+    def node_text(self, node_id: uuid.UUID) -> str | None:
+        with self.engine.connect() as conn:
+            return conn.execute(sa.text("SELECT hrag.node_text(:id)"), {"id": node_id}).scalar()
+
+    def get_node(self, node_id: uuid.UUID) -> Node | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.text(
+                    "SELECT id, document_id, parent_id, collection, depth, position, kind, title, heading_path, "
+                    "content, token_count, child_count, metadata FROM hrag.nodes WHERE id = :id"
+                ),
+                {"id": node_id},
+            ).mappings().first()
+        return Node(**row) if row else None
+
+    def children(self, node_id: uuid.UUID) -> list[Node]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.text(
+                    "SELECT id, document_id, parent_id, collection, depth, position, kind, title, heading_path, "
+                    "content, token_count, child_count, metadata FROM hrag.nodes "
+                    "WHERE parent_id = :id ORDER BY position"
+                ),
+                {"id": node_id},
+            ).mappings().all()
+        return [Node(**row) for row in rows]
+
+    def stats(self) -> dict[str, Any]:
+        with self.engine.connect() as conn:
+            per_collection = conn.execute(
+                sa.text(
+                    """
+                    SELECT d.collection,
+                           count(DISTINCT d.id) AS documents,
+                           count(n.id) AS nodes,
+                           count(n.embedding) AS embedded,
+                           coalesce(sum(length(n.content)), 0) AS characters
+                      FROM hrag.documents d LEFT JOIN hrag.nodes n ON n.document_id = d.id
+                     GROUP BY d.collection ORDER BY d.collection
+                    """
+                )
+            ).mappings().all()
+            size = conn.execute(
+                sa.text(
+                    "SELECT pg_total_relation_size('hrag.nodes') + pg_total_relation_size('hrag.documents')"
+                )
+            ).scalar()
+        return {
+            "embedding_dim": self.embedding_dim(),
+            "collections": [dict(r) for r in per_collection],
+            "total_bytes": int(size or 0),
+        }
