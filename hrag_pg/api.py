@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +32,16 @@ from .ingest.loaders import iter_supported_files
 from .ingest.pipeline import IngestOptions, prepare_file, prepare_tree
 from .ingest.tree import DocumentTree
 from .models import Context, IngestResult, RetrievalResult, SearchHit
+from .queries import Search
 from .repository import Progress, Repository
 from .rerank import Reranker
 
 #: Longest question accepted; the model reads 256 tokens anyway.
 MAX_QUESTION_CHARS = 10_000
+#: Default weight of lexical term overlap in the hybrid score (see sql/0003_hybrid.sql).
+DEFAULT_LEXICAL_WEIGHT = 0.5
+#: Default floor for auto-merge hits, as a share of the best hit's score.
+DEFAULT_MERGE_RELATIVE_SCORE = 0.8
 
 
 @dataclass
@@ -168,6 +173,10 @@ class HRAG:
                            model_name=_model_name(embedder), counter=embedder.token_counter)
         return self.repository.write_document(doc, embedder, progress=progress)
 
+    def node_text(self, node_id: Any) -> str | None:
+        """Full text of any node (its own text plus its descendants', document order)."""
+        return self.repository.node_text(node_id)
+
     def delete(self, source: str, collection: str = "default") -> bool:
         """Delete a source and its whole tree; False if it was not stored."""
         return self.repository.delete_source(source, collection)
@@ -185,93 +194,98 @@ def _model_name(embedder: Embedder) -> str:
     return str(getattr(embedder, "model_name", type(embedder).__name__))
 
 
-@dataclass
-class _RetrieverSettings:
-    collection: str | None = None
-    filter: dict[str, Any] | None = None
-    reranker: Reranker | None = None
-    #: How many children the reranker rescoring sees (vector top-N).
-    rerank_candidates: int = 50
-    max_context_tokens: int | None = None
-
-
 def _reranked(question: str, hits: list[SearchHit], texts: dict[Any, str], reranker: Reranker,
               keep: int) -> list[SearchHit]:
+    """Rescore candidate children with the reranker; best ``keep`` first."""
     hits = [h for h in hits if h.node_id in texts]
     scores = reranker.score(question, [texts[h.node_id] for h in hits])
+    if len(scores) != len(hits):
+        raise HragError(f"the reranker returned {len(scores)} scores for {len(hits)} texts")
     rescored = [h.model_copy(update={"score": float(s)}) for h, s in zip(hits, scores)]
     rescored.sort(key=lambda h: -h.score)
     return rescored[:keep]
 
 
 @dataclass
-class ParentChildRetriever(_RetrieverSettings):
-    """Small-to-big: match children, return their parents (``hrag.parent_child``)."""
+class _Retriever:
+    """Settings shared by both modes.
 
-    hrag: HRAG | None = None
-    top_k_children: int = 20
-    max_parents: int = 4
-    min_score: float | None = None
+    ``lexical_weight`` blends lexical term overlap into the vector score
+    (``hrag.search_hybrid``; 0 uses the plain functions), ``min_relative_score``
+    drops hits scoring below that share of the best hit, and a ``reranker``
+    rescores the ``rerank_candidates`` best children before expansion or
+    merging.  ``max_context_tokens`` bounds :meth:`context`.
+    """
 
-    def __init__(self, hrag: HRAG, *, top_k_children: int = 20, max_parents: int = 4,
-                 min_score: float | None = None, **settings: Any) -> None:
-        _RetrieverSettings.__init__(self, **settings)
-        self.hrag, self.top_k_children, self.max_parents, self.min_score = hrag, top_k_children, max_parents, min_score
+    hrag: HRAG
+    collection: str | None = None
+    filter: dict[str, Any] | None = None
+    lexical_weight: float = DEFAULT_LEXICAL_WEIGHT
+    candidates: int = 100
+    min_relative_score: float | None = None
+    reranker: Reranker | None = None
+    rerank_candidates: int = 50
+    max_context_tokens: int | None = None
+
+    def _search(self, question: str, query: np.ndarray) -> Search:
+        return Search(query=query, text=question, collection=self.collection, filter=self.filter,
+                      lexical_weight=self.lexical_weight, candidates=self.candidates,
+                      min_relative_score=self.min_relative_score)
 
     def retrieve(self, question: str) -> list[RetrievalResult]:
-        assert self.hrag is not None
-        query = self.hrag.embed_query(question)
-        repo = self.hrag.repository
-        if self.reranker is None:
-            return repo.parent_child(query, top_k_children=self.top_k_children, max_parents=self.max_parents,
-                                     collection=self.collection, filter=self.filter, min_score=self.min_score)
-        hits = repo.search_leaves(query, max(self.rerank_candidates, self.top_k_children),
-                                  collection=self.collection, filter=self.filter)
-        if self.min_score is not None:
-            hits = [h for h in hits if h.score >= self.min_score]
-        texts = repo.child_texts([h.node_id for h in hits])
-        best = _reranked(question, hits, texts, self.reranker, self.top_k_children)
-        return repo.parent_child_hits(best, self.max_parents)
+        raise NotImplementedError
 
     def context(self, question: str) -> Context:
-        assert self.hrag is not None
+        """The results assembled greedily by score within ``max_context_tokens``."""
         return context_module.assemble(self.retrieve(question), self.max_context_tokens,
                                        self.hrag.embedder.token_counter)
 
 
 @dataclass
-class AutoMergingRetriever(_RetrieverSettings):
-    """Auto-merging: hit leaves, merge siblings into parents upward (``hrag.auto_merge``)."""
+class ParentChildRetriever(_Retriever):
+    """Small-to-big: match children, return their whole parents (``hrag.parent_child``)."""
 
-    hrag: HRAG | None = None
-    top_k: int = 12
-    merge_threshold: float = 0.5
-
-    def __init__(self, hrag: HRAG, *, top_k: int = 12, merge_threshold: float = 0.5, **settings: Any) -> None:
-        _RetrieverSettings.__init__(self, **settings)
-        self.hrag, self.top_k, self.merge_threshold = hrag, top_k, merge_threshold
+    top_k_children: int = 20
+    max_parents: int = 4
+    min_score: float | None = None
 
     def retrieve(self, question: str) -> list[RetrievalResult]:
-        assert self.hrag is not None
-        query = self.hrag.embed_query(question)
+        search = self._search(question, self.hrag.embed_query(question))
         repo = self.hrag.repository
         if self.reranker is None:
-            return repo.auto_merge(query, top_k=self.top_k, merge_threshold=self.merge_threshold,
-                                   collection=self.collection, filter=self.filter)
-        hits = repo.search_leaves(query, max(self.rerank_candidates, self.top_k),
-                                  collection=self.collection, filter=self.filter)
-        texts = repo.child_texts([h.node_id for h in hits])
-        best = _reranked(question, hits, texts, self.reranker, self.top_k)
-        return repo.auto_merge_hits(best, self.merge_threshold)
+            return repo.parent_child(search, top_k_children=self.top_k_children, max_parents=self.max_parents,
+                                     min_score=self.min_score)
+        hits = repo.search(search, max(self.rerank_candidates, self.top_k_children))
+        if self.min_score is not None:
+            hits = [h for h in hits if h.score >= self.min_score]
+        best = _reranked(question, hits, repo.child_texts([h.node_id for h in hits]), self.reranker,
+                         len(hits))
+        return repo.parent_child_hits(best, self.max_parents, self.top_k_children)
 
-    def context(self, question: str) -> Context:
-        assert self.hrag is not None
-        return context_module.assemble(self.retrieve(question), self.max_context_tokens,
-                                       self.hrag.embedder.token_counter)
+
+@dataclass
+class AutoMergingRetriever(_Retriever):
+    """Auto-merging: hit leaves, merge siblings into parents upward (``hrag.auto_merge``)."""
+
+    top_k: int = 12
+    merge_threshold: float = 0.5
+    min_relative_score: float | None = DEFAULT_MERGE_RELATIVE_SCORE
+
+    def retrieve(self, question: str) -> list[RetrievalResult]:
+        search = self._search(question, self.hrag.embed_query(question))
+        repo = self.hrag.repository
+        if self.reranker is None:
+            return repo.auto_merge(search, top_k=self.top_k, merge_threshold=self.merge_threshold)
+        hits = repo.search(search, max(self.rerank_candidates, self.top_k))
+        best = _reranked(question, hits, repo.child_texts([h.node_id for h in hits]), self.reranker, self.top_k)
+        return repo.auto_merge_hits(best, self.merge_threshold)
 
 
 class AsyncHRAG:
-    """Async retrieval on psycopg's AsyncConnection, sharing the sync facade's model."""
+    """Async retrieval on psycopg's AsyncConnection, sharing the sync facade's model.
+
+    The methods take the same settings as the retrievers' constructors.
+    """
 
     def __init__(self, hrag: HRAG) -> None:
         self.hrag = hrag
@@ -279,47 +293,35 @@ class AsyncHRAG:
 
     @classmethod
     async def open(cls, url: str | None = None, **kwargs: Any) -> AsyncHRAG:
-        hrag = await asyncio.to_thread(HRAG.open, url, **kwargs)
-        return cls(hrag)
+        return cls(await asyncio.to_thread(HRAG.open, url, **kwargs))
 
     async def embed_query(self, question: str) -> np.ndarray:
         return await asyncio.to_thread(self.hrag.embed_query, question)
 
-    async def parent_child(self, question: str, *, top_k_children: int = 20, max_parents: int = 4,
-                           collection: str | None = None, filter: dict[str, Any] | None = None,
-                           min_score: float | None = None, reranker: Reranker | None = None,
-                           rerank_candidates: int = 50) -> list[RetrievalResult]:
-        query = await self.embed_query(question)
-        if reranker is None:
-            return await self.repository.parent_child(query, top_k_children=top_k_children,
-                                                      max_parents=max_parents, collection=collection,
-                                                      filter=filter, min_score=min_score)
-        hits = await self.repository.search_leaves(query, max(rerank_candidates, top_k_children),
-                                                   collection=collection, filter=filter)
-        if min_score is not None:
-            hits = [h for h in hits if h.score >= min_score]
+    async def parent_child(self, question: str, **settings: Any) -> list[RetrievalResult]:
+        retriever = ParentChildRetriever(self.hrag, **settings)
+        search = retriever._search(question, await self.embed_query(question))
+        if retriever.reranker is None:
+            return await self.repository.parent_child(
+                search, top_k_children=retriever.top_k_children, max_parents=retriever.max_parents,
+                min_score=retriever.min_score)
+        hits = await self.repository.search(search, max(retriever.rerank_candidates, retriever.top_k_children))
+        if retriever.min_score is not None:
+            hits = [h for h in hits if h.score >= retriever.min_score]
         texts = await self.repository.child_texts([h.node_id for h in hits])
-        best = await asyncio.to_thread(_reranked, question, hits, texts, reranker, top_k_children)
-        return await self.repository.parent_child_hits(best, max_parents)
+        best = await asyncio.to_thread(_reranked, question, hits, texts, retriever.reranker, len(hits))
+        return await self.repository.parent_child_hits(best, retriever.max_parents, retriever.top_k_children)
 
-    async def auto_merge(self, question: str, *, top_k: int = 12, merge_threshold: float = 0.5,
-                         collection: str | None = None, filter: dict[str, Any] | None = None,
-                         reranker: Reranker | None = None, rerank_candidates: int = 50) -> list[RetrievalResult]:
-        query = await self.embed_query(question)
-        if reranker is None:
-            return await self.repository.auto_merge(query, top_k=top_k, merge_threshold=merge_threshold,
-                                                    collection=collection, filter=filter)
-        hits = await self.repository.search_leaves(query, max(rerank_candidates, top_k),
-                                                   collection=collection, filter=filter)
+    async def auto_merge(self, question: str, **settings: Any) -> list[RetrievalResult]:
+        retriever = AutoMergingRetriever(self.hrag, **settings)
+        search = retriever._search(question, await self.embed_query(question))
+        if retriever.reranker is None:
+            return await self.repository.auto_merge(search, top_k=retriever.top_k,
+                                                    merge_threshold=retriever.merge_threshold)
+        hits = await self.repository.search(search, max(retriever.rerank_candidates, retriever.top_k))
         texts = await self.repository.child_texts([h.node_id for h in hits])
-        best = await asyncio.to_thread(_reranked, question, hits, texts, reranker, top_k)
-        return await self.repository.auto_merge_hits(best, merge_threshold)
+        best = await asyncio.to_thread(_reranked, question, hits, texts, retriever.reranker, retriever.top_k)
+        return await self.repository.auto_merge_hits(best, retriever.merge_threshold)
 
     async def close(self) -> None:
         await self.repository.close()
-
-
-__all__ = [
-    "AsyncHRAG", "AutoMergingRetriever", "HRAG", "IngestOptions", "IngestReport", "ParentChildRetriever",
-    "Sequence", "replace",
-]

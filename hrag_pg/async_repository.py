@@ -12,14 +12,13 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import psycopg
 from psycopg.rows import dict_row
 
 from . import queries
 from .db import connection_error, libpq_url
 from .models import RetrievalResult, SearchHit
-from .repository import hits_params, rerank_text, search_params, to_result
+from .repository import hits_arrays, rerank_text, to_result
 
 
 class AsyncRepository:
@@ -53,38 +52,30 @@ class AsyncRepository:
                     await conn.rollback()
         return rows
 
-    async def search_leaves(
-        self, query: np.ndarray, k: int = 20, *, collection: str | None = None,
-        filter: dict[str, Any] | None = None,
-    ) -> list[SearchHit]:
-        rows = await self._fetch(queries.SEARCH_LEAVES, search_params(query, k=k, collection=collection, filter=filter))
-        return [SearchHit(**row) for row in rows]
+    async def search(self, search: queries.Search, k: int = 20) -> list[SearchHit]:
+        """The ANN step alone (hybrid-rescored when the search asks for it)."""
+        return [SearchHit(**row) for row in await self._fetch(*queries.plan_search(search, k))]
 
-    async def parent_child(
-        self, query: np.ndarray, *, top_k_children: int = 20, max_parents: int = 4,
-        collection: str | None = None, filter: dict[str, Any] | None = None, min_score: float | None = None,
-    ) -> list[RetrievalResult]:
-        params = search_params(query, k=top_k_children, collection=collection, filter=filter)
-        params.update(p=max_parents, m=min_score)
-        return [to_result("parent-child", row) for row in await self._fetch(queries.PARENT_CHILD, params)]
+    async def parent_child(self, search: queries.Search, *, top_k_children: int = 20, max_parents: int = 4,
+                     min_score: float | None = None) -> list[RetrievalResult]:
+        rows = await self._fetch(*queries.plan_parent_child(search, top_k_children, max_parents, min_score))
+        return [to_result("parent-child", row) for row in rows]
 
-    async def auto_merge(
-        self, query: np.ndarray, *, top_k: int = 12, merge_threshold: float = 0.5,
-        collection: str | None = None, filter: dict[str, Any] | None = None,
-    ) -> list[RetrievalResult]:
-        params = search_params(query, k=top_k, collection=collection, filter=filter)
-        params.update(t=merge_threshold)
-        return [to_result("auto-merge", row) for row in await self._fetch(queries.AUTO_MERGE, params)]
+    async def auto_merge(self, search: queries.Search, *, top_k: int = 12,
+                   merge_threshold: float = 0.5) -> list[RetrievalResult]:
+        rows = await self._fetch(*queries.plan_auto_merge(search, top_k, merge_threshold))
+        return [to_result("auto-merge", row) for row in rows]
 
     async def auto_merge_hits(self, hits: Sequence[SearchHit], merge_threshold: float = 0.5) -> list[RetrievalResult]:
-        params = hits_params(hits)
-        params.update(t=merge_threshold)
-        return [to_result("auto-merge", row) for row in await self._fetch(queries.AUTO_MERGE_HITS, params)]
+        ids, scores = hits_arrays(hits)
+        rows = await self._fetch(*queries.plan_auto_merge_hits(ids, scores, merge_threshold))
+        return [to_result("auto-merge", row) for row in rows]
 
-    async def parent_child_hits(self, hits: Sequence[SearchHit], max_parents: int = 4) -> list[RetrievalResult]:
-        params = hits_params(hits)
-        params.update(p=max_parents)
-        return [to_result("parent-child", row) for row in await self._fetch(queries.PARENT_CHILD_HITS, params)]
+    async def parent_child_hits(self, hits: Sequence[SearchHit], max_parents: int = 4,
+                          top_k_children: int | None = None) -> list[RetrievalResult]:
+        ids, scores = hits_arrays(hits)
+        rows = await self._fetch(*queries.plan_parent_child_hits(ids, scores, max_parents, top_k_children))
+        return [to_result("parent-child", row) for row in rows]
 
     async def child_texts(self, node_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
         rows = await self._fetch(queries.CHILD_TEXTS, {"ids": list(node_ids)})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar
@@ -152,6 +153,255 @@ def migrate_cmd(
         current = migrate.current_revision(conn)
         dim = db.installed_embedding_dim(conn)
     console.print(f"migrated {db.redact(url)} to revision {current} (embedding dimension {dim})", highlight=False)
+
+
+# ----------------------------------------------------------------- shared bits
+
+
+def _open(check_model: bool = False) -> Any:
+    """The facade on HRAG_DATABASE_URL or the embedded server, migrated to head."""
+    from .api import HRAG
+
+    return HRAG.open()
+
+
+def _result_json(result: Any) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "node_id": str(result.node_id),
+        "title": result.title,
+        "heading_path": result.heading_path,
+        "content": result.content,
+        "score": round(float(result.score), 6),
+        "depth": result.depth,
+        "kind": result.kind,
+        "hit_ratio": result.hit_ratio,
+        "token_count": result.token_count,
+    }
+    if result.mode == "parent-child":
+        payload["matched_children"] = [str(i) for i in result.matched_children or []]
+    else:
+        payload["merged_from"] = [str(i) for i in result.merged_from or []]
+    return payload
+
+
+def print_results(results: list[Any], *, max_lines: int | None = None) -> None:
+    """Each result: a rule with rank, heading path and score; why it is here; then its text."""
+    from rich.rule import Rule
+    from rich.text import Text
+
+    if not results:
+        console.print("[yellow]no results[/]")
+        return
+    for r in results:
+        path = " › ".join(p for p in r.heading_path if p) or (r.title or str(r.node_id))
+        console.print(Rule(Text.assemble((f"#{r.rank} ", "bold"), (path, "bold cyan"),
+                                         (f"  score {r.score:.3f}", "green")), align="left"))
+        console.print(Text(f"{r.explanation()} · {r.kind or 'node'} · {r.token_count} tokens · {r.node_id}",
+                           style="dim"), soft_wrap=True)
+        body = r.content
+        if max_lines is not None:
+            lines = body.splitlines()
+            if len(lines) > max_lines:
+                body = "\n".join(lines[:max_lines]) + f"\n… ({len(lines) - max_lines} more lines)"
+        console.print(body, soft_wrap=True, markup=False, highlight=False)
+        console.print()
+
+
+def _progress_bar() -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=err_console, transient=True)
+
+
+# ----------------------------------------------------------------------- ingest
+
+
+@app.command("ingest")
+@clear_errors
+def ingest_cmd(
+    paths: list[Path] = typer.Argument(..., help="Files or directories (Markdown, text, HTML, PDF, Python)."),
+    collection: str = typer.Option("default", "--collection", "-c", help="Collection (namespace) to write into."),
+    strategy: str = typer.Option(None, "--strategy", "-s",
+                                 help="Parent strategy: headings|clauses|pages|code|window (default: by file type)."),
+    child: str = typer.Option("paragraph", "--child", help="Child strategy: paragraph|sentence|fact|function|none."),
+    max_child_tokens: int = typer.Option(150, help="Split children longer than this many tokens."),
+    overlap_tokens: int = typer.Option(25, help="Tokens of overlap embedded with each split child."),
+    max_parent_tokens: int = typer.Option(3000, help="Split parents longer than this many tokens."),
+    window_tokens: int = typer.Option(1200, help="Parent size for --strategy window."),
+    errors: str = typer.Option("strict", help="Invalid UTF-8: strict (refuse the file) or replace."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON report."),
+) -> None:
+    """Ingest documents: build their trees, embed the children, write each document in one transaction.
+
+    Re-ingesting a changed file replaces its tree atomically and re-embeds only changed children.
+    Unsupported files in a directory are skipped and listed.
+    """
+    from .ingest.pipeline import IngestOptions
+
+    options = IngestOptions(strategy=strategy, child=child, max_child_tokens=max_child_tokens,  # type: ignore[arg-type]
+                            overlap_tokens=overlap_tokens, max_parent_tokens=max_parent_tokens,
+                            window_tokens=window_tokens, errors=errors)  # type: ignore[arg-type]
+    hrag = _open()
+    with _progress_bar() as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            label = {"files": "files", "embed": "embedding", "write": "writing"}.get(stage, stage)
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(label, total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+            if stage != "files" and done >= total:
+                bar.remove_task(tasks.pop(stage))
+
+        report = hrag.ingest(paths, collection=collection, options=options, progress=progress)
+    if as_json:
+        print_json({
+            "collection": collection,
+            "results": [r.model_dump(mode="json") for r in report.results],
+            "skipped": [{"path": p, "reason": why} for p, why in report.skipped],
+            "failed": [{"path": p, "error": why} for p, why in report.failed],
+            "seconds": round(report.seconds, 3),
+        })
+    else:
+        for r in report.results:
+            console.print(f"{r.status:9} {r.source}  ({r.nodes} nodes, {r.embedded} embedded, {r.reused} reused)",
+                          highlight=False)
+        for p, why in report.skipped:
+            console.print(f"[yellow]skipped[/]   {p}: {why}", highlight=False)
+        for p, why in report.failed:
+            err_console.print(f"[red]failed[/]    {p}: {why}", highlight=False)
+        console.print(f"{len(report.results)} documents, {report.nodes} nodes, {report.embedded} texts embedded "
+                      f"in {report.seconds:.1f}s", highlight=False)
+    if report.failed:
+        raise typer.Exit(1)
+
+
+# ------------------------------------------------------------------------ query
+
+MODES = ("parent-child", "auto-merge")
+
+
+@app.command("query")
+@clear_errors
+def query_cmd(
+    text: str = typer.Argument(..., help="The question."),
+    mode: str = typer.Option("parent-child", "--mode", "-m", help="parent-child (small-to-big) or auto-merge."),
+    collection: str = typer.Option(None, "--collection", "-c", help="Search only this collection."),
+    top_k: int = typer.Option(None, "--top-k", "-k",
+                              help="Children to match (parent-child, default 20) or leaves to hit (auto-merge, 12)."),
+    max_parents: int = typer.Option(4, "--max-parents", help="parent-child: parents to return."),
+    merge_threshold: float = typer.Option(0.5, "--merge-threshold",
+                                          help="auto-merge: merge when hit children / children >= this."),
+    max_tokens: int = typer.Option(None, "--max-tokens", help="Assemble at most this many tokens of context."),
+    filter_json: str = typer.Option(None, "--filter", help='Metadata containment filter, e.g. \'{"lang": "ja"}\'.'),
+    lexical_weight: float = typer.Option(None, "--lexical-weight",
+                                         help="Weight of lexical overlap in the score (0 = vector only)."),
+    min_relative_score: float = typer.Option(None, "--min-relative-score",
+                                             help="Drop hits below this share of the best hit's score."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object for scripts."),
+) -> None:
+    """Ask a question; print the contexts and why each was returned (expanded or merged)."""
+    from .api import AutoMergingRetriever, ParentChildRetriever
+
+    if mode not in MODES:
+        raise ValueError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+    filter_value = None
+    if filter_json is not None:
+        try:
+            filter_value = json.loads(filter_json)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"--filter is not valid JSON ({exc.msg} at character {exc.pos})") from None
+        if not isinstance(filter_value, dict):
+            raise ValueError(f"--filter must be a JSON object, got a JSON {type(filter_value).__name__}")
+    settings: dict[str, Any] = {"collection": collection, "filter": filter_value, "max_context_tokens": max_tokens}
+    if lexical_weight is not None:
+        settings["lexical_weight"] = lexical_weight
+    if min_relative_score is not None:
+        settings["min_relative_score"] = min_relative_score
+    hrag = _open()
+    if mode == "parent-child":
+        retriever: Any = ParentChildRetriever(hrag, top_k_children=top_k or 20, max_parents=max_parents, **settings)
+    else:
+        retriever = AutoMergingRetriever(hrag, top_k=top_k or 12, merge_threshold=merge_threshold, **settings)
+    context = retriever.context(text)
+    if as_json:
+        payload: dict[str, Any] = {"mode": mode, "results": [_result_json(r) for r in context.results]}
+        if max_tokens is not None:
+            payload["total_tokens"] = context.total_tokens
+            payload["dropped"] = [_result_json(r) for r in context.dropped]
+        print_json(payload)
+        return
+    print_results(context.results)
+    if context.dropped:
+        console.print(f"[yellow]dropped {len(context.dropped)} results over the {max_tokens}-token budget:[/] "
+                      + ", ".join(" › ".join(r.heading_path[-2:]) for r in context.dropped), highlight=False)
+
+
+# ------------------------------------------------------------ show/delete/stats
+
+
+@app.command("show")
+@clear_errors
+def show_cmd(
+    node_id: str = typer.Argument(..., help="A node id (from `hrag query`)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Show one node: where it sits in its tree, its children, and its full text."""
+    import uuid
+
+    try:
+        parsed = uuid.UUID(node_id)
+    except ValueError:
+        raise ValueError(f"{node_id!r} is not a node id (a UUID)") from None
+    hrag = _open()
+    node = hrag.repository.get_node(parsed)
+    if node is None:
+        raise HragError(f"no node {node_id} in this database")
+    children = hrag.repository.children(parsed)
+    full_text = hrag.repository.node_text(parsed)
+    if as_json:
+        print_json({**node.model_dump(mode="json"), "full_text": full_text,
+                    "children": [{"id": str(c.id), "kind": c.kind, "title": c.title} for c in children]})
+        return
+    console.print(f"[bold cyan]{' › '.join(node.heading_path)}[/]  ({node.kind}, depth {node.depth}, "
+                  f"{node.child_count} children, collection {node.collection})", highlight=False)
+    for c in children:
+        console.print(f"  └ {c.id}  {c.kind}  {c.title or c.content[:60]!s}", highlight=False)
+    console.print()
+    console.print(full_text, highlight=False, markup=False)
+
+
+@app.command("delete")
+@clear_errors
+def delete_cmd(
+    source: str = typer.Argument(..., help="The source (path as ingested) to delete."),
+    collection: str = typer.Option("default", "--collection", "-c", help="Its collection."),
+) -> None:
+    """Delete a source and its whole tree (one transaction)."""
+    hrag = _open()
+    if not hrag.delete(source, collection):
+        raise HragError(f"no source {source!r} in collection {collection!r}")
+    console.print(f"deleted {source}", highlight=False)
+
+
+@app.command("stats")
+@clear_errors
+def stats_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Documents, nodes, embedded children and storage per collection."""
+    hrag = _open()
+    stats = hrag.repository.stats()
+    if as_json:
+        print_json(stats)
+        return
+    from rich.table import Table
+
+    table = Table("collection", "documents", "nodes", "embedded", "characters")
+    for row in stats["collections"]:
+        table.add_row(row["collection"], str(row["documents"]), str(row["nodes"]), str(row["embedded"]),
+                      f"{row['characters']:,}")
+    console.print(table)
+    console.print(f"embedding dimension {stats['embedding_dim']}, {stats['total_bytes'] / 1e6:.1f} MB on disk")
 
 
 def main() -> None:

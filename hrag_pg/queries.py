@@ -7,6 +7,12 @@ psycopg's ``%(name)s`` style and explicit casts (Python floats arrive as
 
 from __future__ import annotations
 
+import json as _json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as _np
+
 SEARCH_LEAVES = """
 SELECT node_id, parent_id, document_id, score
   FROM hrag.search_leaves(%(q)s, %(k)s::int, %(c)s::text, %(f)s::jsonb)
@@ -37,7 +43,7 @@ SELECT r.*, n.kind
 PARENT_CHILD_HITS = """
 SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
        r.matched_children, r.rank, n.depth, n.kind
-  FROM hrag.parent_child_hits(%(ids)s::uuid[], %(scores)s::real[], %(p)s::int) AS r
+  FROM hrag.parent_child_hits(%(ids)s::uuid[], %(scores)s::real[], %(p)s::int, %(k)s::int) AS r
   JOIN hrag.nodes n ON n.id = r.node_id
  ORDER BY r.rank
 """
@@ -47,3 +53,105 @@ SELECT n.id, n.heading_path, coalesce(n.metadata->>'question', n.content) AS con
   FROM hrag.nodes n
  WHERE n.id = ANY(%(ids)s::uuid[])
 """
+
+SEARCH_HYBRID = """
+SELECT node_id, parent_id, document_id, score
+  FROM hrag.search_hybrid(%(q)s, %(qt)s::text, %(k)s::int, %(c)s::text, %(f)s::jsonb,
+                          %(w)s::real, %(n)s::int, %(r)s::real)
+"""
+
+# Hybrid hits merged in the same statement: still one round trip.
+AUTO_MERGE_HYBRID = """
+WITH hit AS (
+    SELECT node_id, score
+      FROM hrag.search_hybrid(%(q)s, %(qt)s::text, %(k)s::int, %(c)s::text, %(f)s::jsonb,
+                              %(w)s::real, %(n)s::int, %(r)s::real)
+)
+SELECT r.*, n.kind
+  FROM hrag.auto_merge_hits(ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id),
+                            ARRAY(SELECT score FROM hit ORDER BY score DESC, node_id),
+                            %(t)s::real) AS r
+  JOIN hrag.nodes n ON n.id = r.node_id
+ ORDER BY r.rank
+"""
+
+# The hybrid ranking over all candidates, so parents beyond the first
+# top_k_children can still be found (k counts parents, as in parent_child).
+PARENT_CHILD_HYBRID = """
+WITH hit AS (
+    SELECT node_id, score
+      FROM hrag.search_hybrid(%(q)s, %(qt)s::text, %(n)s::int, %(c)s::text, %(f)s::jsonb,
+                              %(w)s::real, %(n)s::int, %(r)s::real)
+     WHERE %(m)s::real IS NULL OR score >= %(m)s::real
+)
+SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
+       r.matched_children, r.rank, n.depth, n.kind
+  FROM hrag.parent_child_hits(ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id),
+                              ARRAY(SELECT score FROM hit ORDER BY score DESC, node_id),
+                              %(p)s::int, %(k)s::int) AS r
+  JOIN hrag.nodes n ON n.id = r.node_id
+ ORDER BY r.rank
+"""
+
+
+# --------------------------------------------------------------------- plans
+# Which statement a retrieval sends and with which parameters; the sync and
+# async repositories only execute what these return.
+
+
+
+@dataclass(frozen=True)
+class Search:
+    """What to search for and how to score it.
+
+    ``lexical_weight = 0`` and no ``min_relative_score`` use the plain SQL
+    functions (``hrag.parent_child``, ``hrag.auto_merge``); otherwise the
+    candidates are rescored by ``hrag.search_hybrid``.
+    """
+
+    query: Any  # np.ndarray
+    text: str | None = None
+    collection: str | None = None
+    filter: dict[str, Any] | None = None
+    lexical_weight: float = 0.0
+    candidates: int = 100
+    min_relative_score: float | None = None
+
+    @property
+    def hybrid(self) -> bool:
+        return self.lexical_weight > 0 or self.min_relative_score is not None
+
+    def params(self, k: int) -> dict[str, Any]:
+        if self.filter is not None and not isinstance(self.filter, dict):
+            raise ValueError(f"filter must be a JSON object (a dict), got {type(self.filter).__name__}")
+        return {
+            "q": _np.asarray(self.query, dtype=_np.float32), "qt": self.text, "k": k, "c": self.collection,
+            "f": None if self.filter is None else _json.dumps(self.filter, ensure_ascii=False),
+            "w": self.lexical_weight, "n": max(self.candidates, k), "r": self.min_relative_score,
+        }
+
+
+def plan_search(search: Search, k: int) -> tuple[str, dict[str, Any]]:
+    return (SEARCH_HYBRID if search.hybrid else SEARCH_LEAVES), search.params(k)
+
+
+def plan_parent_child(search: Search, top_k_children: int, max_parents: int,
+                      min_score: float | None) -> tuple[str, dict[str, Any]]:
+    params = search.params(top_k_children)
+    params.update(p=max_parents, m=min_score)
+    return (PARENT_CHILD_HYBRID if search.hybrid else PARENT_CHILD), params
+
+
+def plan_auto_merge(search: Search, top_k: int, merge_threshold: float) -> tuple[str, dict[str, Any]]:
+    params = search.params(top_k)
+    params.update(t=merge_threshold)
+    return (AUTO_MERGE_HYBRID if search.hybrid else AUTO_MERGE), params
+
+
+def plan_auto_merge_hits(ids: list[Any], scores: list[float], merge_threshold: float) -> tuple[str, dict[str, Any]]:
+    return AUTO_MERGE_HITS, {"ids": ids, "scores": scores, "t": merge_threshold}
+
+
+def plan_parent_child_hits(ids: list[Any], scores: list[float], max_parents: int,
+                           top_k_children: int | None) -> tuple[str, dict[str, Any]]:
+    return PARENT_CHILD_HITS, {"ids": ids, "scores": scores, "p": max_parents, "k": top_k_children}

@@ -29,7 +29,7 @@ from psycopg.types.json import Jsonb
 from sqlalchemy.engine import Engine
 
 from . import migrate, queries
-from .embedding import Embedder
+from .embedding import Embedder, check_vectors
 from .errors import EmbeddingError, SchemaError
 from .ingest.flatten import FlatDocument
 from .models import IngestResult, Node, RetrievalResult, SearchHit
@@ -50,23 +50,8 @@ _NODE_TYPES = (
 COPY_CHUNK = 2000
 
 
-def _filter_json(filter: dict[str, Any] | None) -> str | None:
-    if filter is None:
-        return None
-    if not isinstance(filter, dict):
-        raise ValueError(f"filter must be a JSON object (a dict), got {type(filter).__name__}")
-    return json.dumps(filter, ensure_ascii=False)
-
-
-def search_params(
-    query: np.ndarray, *, k: int, collection: str | None, filter: dict[str, Any] | None
-) -> dict[str, Any]:
-    """Parameters shared by the search functions (query vector as float32)."""
-    return {"q": np.asarray(query, dtype=np.float32), "k": k, "c": collection, "f": _filter_json(filter)}
-
-
-def hits_params(hits: Sequence[SearchHit]) -> dict[str, Any]:
-    return {"ids": [h.node_id for h in hits], "scores": [float(h.score) for h in hits]}
+def hits_arrays(hits: Sequence[SearchHit]) -> tuple[list[uuid.UUID], list[float]]:
+    return [h.node_id for h in hits], [float(h.score) for h in hits]
 
 
 def to_result(mode: str, row: dict[str, Any]) -> RetrievalResult:
@@ -202,10 +187,21 @@ class Repository:
                 f"The embedding model makes {embedder.dim}-dimensional vectors but this database stores "
                 f"{dim} dimensions."
             )
+        # Any Embedder may be plugged in, so its output is checked here, before the COPY:
+        # NaN/inf, a wrong number of rows or a wrong width would otherwise fail half-way
+        # through the write (or, with too few rows, as a KeyError).
+        model = str(getattr(embedder, "model_name", type(embedder).__name__))
         out: list[np.ndarray] = []
         batch = 256
         for start in range(0, len(texts), batch):
-            out.extend(embedder.embed(texts[start:start + batch]))
+            chunk = texts[start:start + batch]
+            vectors = check_vectors(embedder.embed(chunk), len(chunk), model=model)
+            if vectors.shape[1] != dim:
+                raise EmbeddingError(
+                    f"Embedding model {model} returned {vectors.shape[1]}-dimensional vectors but this "
+                    f"database stores {dim} dimensions; nothing was written."
+                )
+            out.extend(vectors)
             if progress:
                 progress("embed", min(start + batch, len(texts)), len(texts))
         return out
@@ -271,38 +267,30 @@ class Repository:
             conn.rollback()
         return rows
 
-    def search_leaves(
-        self, query: np.ndarray, k: int = 20, *, collection: str | None = None,
-        filter: dict[str, Any] | None = None,
-    ) -> list[SearchHit]:
-        rows = self._fetch(queries.SEARCH_LEAVES, search_params(query, k=k, collection=collection, filter=filter))
-        return [SearchHit(**row) for row in rows]
+    def search(self, search: queries.Search, k: int = 20) -> list[SearchHit]:
+        """The ANN step alone (hybrid-rescored when the search asks for it)."""
+        return [SearchHit(**row) for row in self._fetch(*queries.plan_search(search, k))]
 
-    def parent_child(
-        self, query: np.ndarray, *, top_k_children: int = 20, max_parents: int = 4,
-        collection: str | None = None, filter: dict[str, Any] | None = None, min_score: float | None = None,
-    ) -> list[RetrievalResult]:
-        params = search_params(query, k=top_k_children, collection=collection, filter=filter)
-        params.update(p=max_parents, m=min_score)
-        return [to_result("parent-child", row) for row in self._fetch(queries.PARENT_CHILD, params)]
+    def parent_child(self, search: queries.Search, *, top_k_children: int = 20, max_parents: int = 4,
+                     min_score: float | None = None) -> list[RetrievalResult]:
+        rows = self._fetch(*queries.plan_parent_child(search, top_k_children, max_parents, min_score))
+        return [to_result("parent-child", row) for row in rows]
 
-    def auto_merge(
-        self, query: np.ndarray, *, top_k: int = 12, merge_threshold: float = 0.5,
-        collection: str | None = None, filter: dict[str, Any] | None = None,
-    ) -> list[RetrievalResult]:
-        params = search_params(query, k=top_k, collection=collection, filter=filter)
-        params.update(t=merge_threshold)
-        return [to_result("auto-merge", row) for row in self._fetch(queries.AUTO_MERGE, params)]
+    def auto_merge(self, search: queries.Search, *, top_k: int = 12,
+                   merge_threshold: float = 0.5) -> list[RetrievalResult]:
+        rows = self._fetch(*queries.plan_auto_merge(search, top_k, merge_threshold))
+        return [to_result("auto-merge", row) for row in rows]
 
     def auto_merge_hits(self, hits: Sequence[SearchHit], merge_threshold: float = 0.5) -> list[RetrievalResult]:
-        params = hits_params(hits)
-        params.update(t=merge_threshold)
-        return [to_result("auto-merge", row) for row in self._fetch(queries.AUTO_MERGE_HITS, params)]
+        ids, scores = hits_arrays(hits)
+        rows = self._fetch(*queries.plan_auto_merge_hits(ids, scores, merge_threshold))
+        return [to_result("auto-merge", row) for row in rows]
 
-    def parent_child_hits(self, hits: Sequence[SearchHit], max_parents: int = 4) -> list[RetrievalResult]:
-        params = hits_params(hits)
-        params.update(p=max_parents)
-        return [to_result("parent-child", row) for row in self._fetch(queries.PARENT_CHILD_HITS, params)]
+    def parent_child_hits(self, hits: Sequence[SearchHit], max_parents: int = 4,
+                          top_k_children: int | None = None) -> list[RetrievalResult]:
+        ids, scores = hits_arrays(hits)
+        rows = self._fetch(*queries.plan_parent_child_hits(ids, scores, max_parents, top_k_children))
+        return [to_result("parent-child", row) for row in rows]
 
     def child_texts(self, node_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
         """The text a reranker should score for each child (heading path + content)."""

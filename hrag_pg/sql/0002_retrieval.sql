@@ -235,13 +235,16 @@ $$;
 -- hrag.parent_child_hits: small-to-big for hits that came from elsewhere
 -- (a reranker's order, a keyword search).  The array order is the rank
 -- order: parents are de-duplicated in first-seen order, at most max_parents,
--- each with its full text, its best hit score and its hits in order.
+-- each with its full text, its best hit score and its matched hits in order.
+-- As in parent_child, only the first top_k_children hits (all when NULL)
+-- count as matches; later hits only contribute parents not seen yet.
 -- Unknown ids and hits without a parent are ignored.
 -- ---------------------------------------------------------------------------
 CREATE FUNCTION hrag.parent_child_hits(
-    node_ids    uuid[],
-    scores      real[],
-    max_parents integer DEFAULT 4
+    node_ids       uuid[],
+    scores         real[],
+    max_parents    integer DEFAULT 4,
+    top_k_children integer DEFAULT NULL
 )
 RETURNS TABLE (node_id uuid, document_id uuid, title text, heading_path text[], content text,
                score real, matched_children uuid[], rank integer)
@@ -251,6 +254,9 @@ AS $$
 BEGIN
     PERFORM hrag._check_hits(node_ids, scores);
     PERFORM hrag._check_count(max_parents, 'max_parents');
+    IF top_k_children IS NOT NULL THEN
+        PERFORM hrag._check_count(top_k_children, 'top_k_children');
+    END IF;
 
     RETURN QUERY
     WITH hit AS (
@@ -259,13 +265,18 @@ BEGIN
           JOIN hrag.nodes n ON n.id = h.id
          WHERE n.parent_id IS NOT NULL
     ),
-    picked AS (
-        SELECT hit.parent_id,
-               min(hit.ord) AS first_seen,
-               max(hit.score) AS best,
-               array_agg(hit.id ORDER BY hit.ord) AS matched
+    first_hit AS (
+        SELECT hit.*, min(hit.ord) OVER (PARTITION BY hit.parent_id) AS first_seen
           FROM hit
-         GROUP BY hit.parent_id
+    ),
+    picked AS (
+        SELECT f.parent_id,
+               min(f.first_seen) AS first_seen,
+               max(f.score) FILTER (WHERE f.ord <= coalesce(top_k_children, f.ord) OR f.ord = f.first_seen) AS best,
+               array_agg(f.id ORDER BY f.ord)
+                   FILTER (WHERE f.ord <= coalesce(top_k_children, f.ord) OR f.ord = f.first_seen) AS matched
+          FROM first_hit f
+         GROUP BY f.parent_id
          ORDER BY first_seen
          LIMIT max_parents
     )

@@ -1,7 +1,7 @@
 -- Undo revision 0002: drop the retrieval functions.
 DROP FUNCTION hrag.auto_merge(vector, integer, real, text, jsonb);
 DROP FUNCTION hrag.auto_merge_hits(uuid[], real[], real);
-DROP FUNCTION hrag.parent_child_hits(uuid[], real[], integer);
+DROP FUNCTION hrag.parent_child_hits(uuid[], real[], integer, integer);
 DROP FUNCTION hrag.parent_child(vector, integer, integer, text, jsonb, real);
 DROP FUNCTION hrag.search_leaves(vector, integer, text, jsonb);
 DROP FUNCTION hrag._metadata_matches(uuid, jsonb, jsonb);

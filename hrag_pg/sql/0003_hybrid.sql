@@ -1,0 +1,125 @@
+-- hrag-pg hybrid (vector + lexical) scoring, revision 0003.
+--
+-- Why: a small English embedding model (the bundled all-MiniLM-L6-v2) maps
+-- Japanese text to nearly uniform similarities, so the child that says
+-- "ウイルス対策ソフト" may rank eighth for a question about anti-virus
+-- software.  Exact term overlap is a strong, model-independent signal, so
+-- the vector candidates are rescored by a weighted sum of cosine similarity
+-- and lexical coverage of the question's terms.  It also helps English
+-- questions that name identifiers (GUCs, function names) the model blurs.
+--
+-- Terms: English words stemmed by to_tsvector('english') (stop words
+-- dropped), plus character bigrams of CJK runs (Japanese has no spaces).
+-- Bigrams containing hiragana are dropped: they are particles and endings
+-- (「の」「を」「ます」) or straddle a particle (「にウ」), and only add noise;
+-- content words are written in kanji and katakana.
+--
+-- Lexical score: the IDF-weighted share of the question's terms found in a
+-- candidate, with document frequencies counted over the candidate set
+-- itself (no corpus statistics to maintain).  A term every candidate shares
+-- weighs little; the one term only the right passage contains weighs most.
+
+-- ---------------------------------------------------------------------------
+-- hrag.lexical_terms: the distinct search terms of a text.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION hrag.lexical_terms(input text)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT coalesce(array_agg(DISTINCT term), '{}')
+      FROM (
+            -- English (and other space-separated) words, stemmed, no stop words
+            SELECT lexeme AS term
+              FROM unnest(tsvector_to_array(to_tsvector('english', coalesce(input, '')))) AS lexeme
+             WHERE lexeme !~ '[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]'
+            UNION ALL
+            -- character bigrams of CJK runs (a lone character stands for itself)
+            SELECT substr(run.text, i, 2)
+              FROM regexp_matches(coalesce(input, ''),
+                                  '[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+',
+                                  'g') AS m(parts),
+                   LATERAL (SELECT m.parts[1] AS text) AS run,
+                   generate_series(1, greatest(length(run.text) - 1, 1)) AS i
+           ) AS terms
+     WHERE term <> ''
+       AND term !~ '[\u3040-\u309f]'
+$$;
+
+-- ---------------------------------------------------------------------------
+-- hrag.search_hybrid: the ANN step rescored by lexical overlap.
+--
+-- Takes the `candidates` nearest embedded nodes (filters applied inside the
+-- index scan, as in search_leaves), scores each as
+--     (1 - lexical_weight) * cosine + lexical_weight * lexical coverage
+-- of query_text's terms in the node's heading path and text (the question
+-- for QA nodes), and returns the best k.  With min_relative_score, hits
+-- scoring below that share of the best hit are dropped, so a narrow question
+-- with one clear answer does not drag its weak neighbours into a merge.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION hrag.search_hybrid(
+    query              vector,
+    query_text         text,
+    k                  integer DEFAULT 20,
+    collection         text    DEFAULT NULL,
+    filter             jsonb   DEFAULT NULL,
+    lexical_weight     real    DEFAULT 0.3,
+    candidates         integer DEFAULT 100,
+    min_relative_score real    DEFAULT NULL
+)
+RETURNS TABLE (node_id uuid, parent_id uuid, document_id uuid, score real,
+               vector_score real, lexical_score real)
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_column
+DECLARE
+    terms text[];
+BEGIN
+    PERFORM hrag._check_count(k, 'k');
+    PERFORM hrag._check_count(candidates, 'candidates');
+    IF lexical_weight IS NULL OR lexical_weight < 0 OR lexical_weight > 1 OR lexical_weight = 'NaN' THEN
+        RAISE EXCEPTION 'hrag: argument "lexical_weight" must be in [0, 1], got %', coalesce(lexical_weight::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF min_relative_score IS NOT NULL AND (min_relative_score <= 0 OR min_relative_score > 1) THEN
+        RAISE EXCEPTION 'hrag: argument "min_relative_score" must be in (0, 1], got %', min_relative_score
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    terms := hrag.lexical_terms(query_text);
+
+    RETURN QUERY
+    WITH candidate AS (
+        SELECT s.node_id, s.parent_id, s.document_id, s.score AS vector_score,
+               hrag.lexical_terms(array_to_string(n.heading_path, ' ') || ' '
+                                  || coalesce(n.metadata->>'question', n.content)) AS doc_terms
+          FROM hrag.search_leaves(query, greatest(candidates, k), collection, filter) AS s
+          JOIN hrag.nodes n ON n.id = s.node_id
+    ),
+    -- smoothed inverse document frequency of each question term among the candidates
+    term_weight AS (
+        SELECT t.term,
+               ln(1.0 + (count(c.node_id) + 1.0)
+                        / (count(c.node_id) FILTER (WHERE t.term = ANY (c.doc_terms)) + 1.0)) AS weight
+          FROM unnest(terms) AS t(term)
+          CROSS JOIN candidate c
+         GROUP BY t.term
+    ),
+    scored AS (
+        SELECT c.node_id, c.parent_id, c.document_id, c.vector_score,
+               coalesce((SELECT sum(w.weight) FROM term_weight w WHERE w.term = ANY (c.doc_terms))
+                        / nullif((SELECT sum(w.weight) FROM term_weight w), 0), 0)::real AS lexical_score
+          FROM candidate c
+    ),
+    ranked AS (
+        SELECT s.*,
+               ((1 - lexical_weight) * s.vector_score + lexical_weight * s.lexical_score)::real AS combined
+          FROM scored s
+         ORDER BY combined DESC, s.node_id
+         LIMIT k
+    )
+    SELECT r.node_id, r.parent_id, r.document_id, r.combined, r.vector_score, r.lexical_score
+      FROM ranked r
+     WHERE min_relative_score IS NULL
+        OR r.combined >= min_relative_score * (SELECT max(b.combined) FROM ranked b)
+     ORDER BY r.combined DESC, r.node_id;
+END
+$$;
