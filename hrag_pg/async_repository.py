@@ -17,6 +17,7 @@ from psycopg.rows import dict_row
 
 from . import queries
 from .db import connection_error, libpq_url
+from .errors import from_database
 from .models import RetrievalResult, SearchHit
 from .repository import hits_arrays, rerank_text, to_result
 
@@ -47,6 +48,8 @@ class AsyncRepository:
                 async with conn.cursor(row_factory=dict_row) as cur:
                     await cur.execute(sql, params)
                     rows = await cur.fetchall()
+            except psycopg.errors.DataError as exc:
+                raise from_database(exc) from exc
             finally:
                 if not conn.broken:
                     await conn.rollback()

@@ -194,8 +194,8 @@ def print_results(results: list[Any], *, max_lines: int | None = None) -> None:
         return
     for r in results:
         path = " › ".join(p for p in r.heading_path if p) or (r.title or str(r.node_id))
-        console.print(Rule(Text.assemble((f"#{r.rank} ", "bold"), (path, "bold cyan"),
-                                         (f"  score {r.score:.3f}", "green")), align="left"))
+        console.print(Rule(Text.assemble((f"#{r.rank} ", "bold"), (f"{r.score:.3f} ", "green"),
+                                         (path, "bold cyan")), align="left"))
         console.print(Text(f"{r.explanation()} · {r.kind or 'node'} · {r.token_count} tokens · {r.node_id}",
                            style="dim"), soft_wrap=True)
         body = r.content
@@ -321,9 +321,9 @@ def query_cmd(
         settings["min_relative_score"] = min_relative_score
     hrag = _open()
     if mode == "parent-child":
-        retriever: Any = ParentChildRetriever(hrag, top_k_children=top_k or 20, max_parents=max_parents, **settings)
+        retriever: Any = ParentChildRetriever(hrag, top_k_children=20 if top_k is None else top_k, max_parents=max_parents, **settings)
     else:
-        retriever = AutoMergingRetriever(hrag, top_k=top_k or 12, merge_threshold=merge_threshold, **settings)
+        retriever = AutoMergingRetriever(hrag, top_k=12 if top_k is None else top_k, merge_threshold=merge_threshold, **settings)
     context = retriever.context(text)
     if as_json:
         payload: dict[str, Any] = {"mode": mode, "results": [_result_json(r) for r in context.results]}
@@ -402,6 +402,57 @@ def stats_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON."))
                       f"{row['characters']:,}")
     console.print(table)
     console.print(f"embedding dimension {stats['embedding_dim']}, {stats['total_bytes'] / 1e6:.1f} MB on disk")
+
+
+# ------------------------------------------------------------------------- demo
+
+
+@app.command("demo")
+@clear_errors
+def demo_cmd(
+    max_lines: int = typer.Option(20, "--max-lines", help="Show at most this many lines of each context."),
+) -> None:
+    """Start the database, ingest the bundled examples, and ask the seed's questions in both modes.
+
+    Exit status 1 if any answer does not have the promised shape.
+    """
+    from rich.rule import Rule
+
+    from . import db, demo, embedded
+
+    console.print(Rule("[bold]hrag-pg demo"))
+    if not db.ENV_URL or not __import__("os").environ.get(db.ENV_URL):
+        state = embedded.start()
+        console.print(f"embedded PostgreSQL 18 + pgvector running in {state.data_dir}", highlight=False)
+    hrag = _open()
+    console.print(f"database {db.redact(hrag.url)} migrated to head", highlight=False)
+    with _progress_bar() as bar:
+        task = bar.add_task("ingesting examples", total=None)
+
+        def progress(stage: str, done: int, total: int) -> None:
+            bar.update(task, description=f"ingesting examples ({stage})", completed=done, total=total)
+
+        reports = demo.ingest_examples(hrag, progress)
+    for report in reports:
+        for r in report.results:
+            console.print(f"  {r.status:9} {Path(r.source).name} → collection {r.collection!r} "
+                          f"({r.nodes} nodes, {r.embedded} embedded)", highlight=False)
+    failures = 0
+    for number, case in enumerate(demo.CASES, start=1):
+        results, ok = demo.run_case(hrag, case)
+        console.print()
+        console.print(Rule(f"[bold]{number}. {case.title}", align="left"))
+        console.print(f"[bold]Q ({case.mode}, collection {case.collection}):[/] {case.question}", highlight=False)
+        console.print(f"[dim]expected: {case.expectation}[/]", highlight=False)
+        print_results(results[:3], max_lines=max_lines)
+        console.print("[bold green]✓ as expected[/]" if ok else "[bold red]✗ not as expected[/]")
+        failures += not ok
+    console.print()
+    console.print(Rule())
+    console.print(f"{len(demo.CASES) - failures} of {len(demo.CASES)} demo answers as expected. "
+                  "Try: hrag query \"...\" --mode auto-merge --collection security", highlight=False)
+    if failures:
+        raise typer.Exit(1)
 
 
 def main() -> None:

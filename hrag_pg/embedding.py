@@ -84,6 +84,13 @@ def _load_model(name_or_path: str, device: str | None) -> Any:
             "`pip install 'hrag-pg[embed]'`."
         ) from exc
     try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+    except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
+        pass
+    try:
         return SentenceTransformer(name_or_path, device=device or "cpu")
     except Exception as exc:  # noqa: BLE001 - any loader failure gets the same clear message
         raise EmbeddingError(

@@ -26,3 +26,17 @@ class IngestError(HragError):
 
 class EmbeddingError(HragError):
     """The embedding model is unavailable or produced unusable vectors."""
+
+
+class InvalidArgument(HragError, ValueError):
+    """A retrieval argument the SQL functions refused (the message names it)."""
+
+
+def from_database(exc: Exception) -> Exception:
+    """hrag's own SQL argument checks (SQLSTATE class 22, "hrag: ..." messages) as InvalidArgument."""
+    diag = getattr(exc, "diag", None)
+    message = getattr(diag, "message_primary", None) or ""
+    sqlstate = getattr(exc, "sqlstate", None) or ""
+    if sqlstate.startswith("22") and message:
+        return InvalidArgument(message.removeprefix("hrag: "))
+    return exc

@@ -30,7 +30,7 @@ from sqlalchemy.engine import Engine
 
 from . import migrate, queries
 from .embedding import Embedder, check_vectors
-from .errors import EmbeddingError, SchemaError
+from .errors import EmbeddingError, SchemaError, from_database
 from .ingest.flatten import FlatDocument
 from .models import IngestResult, Node, RetrievalResult, SearchHit
 
@@ -262,9 +262,13 @@ class Repository:
 
     def _fetch(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         with self.engine.connect() as conn:
-            with _driver(conn).cursor(row_factory=dict_row) as cur:
-                rows = cur.execute(sql, params).fetchall()
-            conn.rollback()
+            try:
+                with _driver(conn).cursor(row_factory=dict_row) as cur:
+                    rows = cur.execute(sql, params).fetchall()
+            except psycopg.errors.DataError as exc:
+                raise from_database(exc) from exc
+            finally:
+                conn.rollback()
         return rows
 
     def search(self, search: queries.Search, k: int = 20) -> list[SearchHit]:

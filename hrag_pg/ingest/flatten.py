@@ -130,7 +130,9 @@ def flatten(
         _check_text(tree, node, node.content, "content")
         _check_text(tree, node, node.title, "title")
         title = node.title if node.title else (root_title if depth == 0 else None)
-        heading_path = [*ancestors_titles, title] if title else list(ancestors_titles)
+        # A document's H1 usually repeats its title: don't say it twice in the path.
+        repeats = bool(ancestors_titles) and ancestors_titles[-1] == title
+        heading_path = [*ancestors_titles, title] if title and not repeats else list(ancestors_titles)
         content, metadata = node.content, dict(node.metadata)
         is_target = node.is_leaf and depth > 0
         if node.kind == "qa":

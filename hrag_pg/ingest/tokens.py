@@ -67,7 +67,8 @@ class TokenizerCounter:
         self.tokenizer = tokenizer
 
     def count(self, text: str) -> int:
-        return len(self.tokenizer.encode(text, add_special_tokens=False))
+        # verbose=False: counting a long parent is fine, the model never sees it whole.
+        return len(self.tokenizer.encode(text, add_special_tokens=False, verbose=False))
 
 
 DEFAULT_COUNTER: TokenCounter = ApproximateTokenCounter()
