@@ -18,13 +18,13 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from hrag_pg.evaluation import Question, load_questions, normalize
+
 HERE = Path(__file__).resolve().parent
 DEFAULT_QUESTIONS = HERE / "questions" / "pgdocs.jsonl"
 DEFAULT_CORPUS = HERE.parent.parent / "shared" / "corpus" / "pgdocs"
 MIN_CHARS, MAX_CHARS, MIN_BROAD = 40, 200, 3
 
-sys.path.insert(0, str(HERE.parent))
-from hrag_pg.evaluation import Question, load_questions, normalize  # noqa: E402
 
 
 _ITEM_RE = re.compile(r"\n(?=[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t])")

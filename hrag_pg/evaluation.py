@@ -53,7 +53,7 @@ class Question:
 def parse_question(record: Any, where: str = "question") -> Question:
     """Validate one decoded JSON record; errors name the field and ``where``."""
     if not isinstance(record, dict):
-        raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")
+        raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")  # noqa: TRY004
     missing = [key for key in ("id", "kind", "question", "evidence") if key not in record]
     if missing:
         raise ValueError(f"{where}: missing field(s) {', '.join(missing)}")

@@ -67,8 +67,12 @@ class TokenizerCounter:
         self.tokenizer = tokenizer
 
     def count(self, text: str) -> int:
-        # verbose=False: counting a long parent is fine, the model never sees it whole.
-        return len(self.tokenizer.encode(text, add_special_tokens=False, verbose=False))
+        try:
+            # verbose=False: counting a long parent is fine, the model never reads it whole,
+            # so HF's "sequence longer than the maximum" warning would only be noise.
+            return len(self.tokenizer.encode(text, add_special_tokens=False, verbose=False))
+        except TypeError:  # a tokenizer without the verbose flag
+            return len(self.tokenizer.encode(text, add_special_tokens=False))
 
 
 DEFAULT_COUNTER: TokenCounter = ApproximateTokenCounter()

