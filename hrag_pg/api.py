@@ -127,6 +127,7 @@ class HRAG:
         progress: Progress | None = None,
         question_generator: QuestionGenerator | None = None,
         stop_on_error: bool = False,
+        force: bool = False,
     ) -> IngestReport:
         """Ingest files and directories; unsupported files are skipped and reported.
 
@@ -149,7 +150,8 @@ class HRAG:
             try:
                 doc = prepare_file(path, options, collection=collection, model_name=_model_name(embedder),
                                    counter=counter, question_generator=question_generator)
-                report.results.append(self.repository.write_document(doc, embedder, progress=progress))
+                report.results.append(self.repository.write_document(doc, embedder, progress=progress,
+                                                                     force=force))
             except HragError as exc:
                 if stop_on_error:
                     raise

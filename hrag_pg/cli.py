@@ -230,6 +230,7 @@ def ingest_cmd(
     max_parent_tokens: int = typer.Option(3000, help="Split parents longer than this many tokens."),
     window_tokens: int = typer.Option(1200, help="Parent size for --strategy window."),
     errors: str = typer.Option("strict", help="Invalid UTF-8: strict (refuse the file) or replace."),
+    force: bool = typer.Option(False, "--force", help="Rewrite unchanged documents too (repairs missing embeddings)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON report."),
 ) -> None:
     """Ingest documents: build their trees, embed the children, write each document in one transaction.
@@ -254,7 +255,7 @@ def ingest_cmd(
             if stage != "files" and done >= total:
                 bar.remove_task(tasks.pop(stage))
 
-        report = hrag.ingest(paths, collection=collection, options=options, progress=progress)
+        report = hrag.ingest(paths, collection=collection, options=options, progress=progress, force=force)
     if as_json:
         print_json({
             "collection": collection,
@@ -402,6 +403,33 @@ def stats_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON."))
                       f"{row['characters']:,}")
     console.print(table)
     console.print(f"embedding dimension {stats['embedding_dim']}, {stats['total_bytes'] / 1e6:.1f} MB on disk")
+
+
+@app.command("check")
+@clear_errors
+def check_cmd(
+    repair: bool = typer.Option(False, "--repair", help="Recompute child counts, ordering ranges and depths first."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Verify every tree: roots, child counts, pre-order ranges, depths, embeddings on leaves.
+
+    Exit status 1 while problems remain (missing embeddings need a re-ingest of their document).
+    """
+    hrag = _open()
+    fixed = hrag.repository.repair_integrity() if repair else {}
+    problems = hrag.repository.check_integrity()
+    if as_json:
+        print_json({"repaired": fixed, "problems": problems, "ok": not problems})
+    else:
+        for kind, count in fixed.items():
+            if count:
+                console.print(f"repaired {kind}: {count}", highlight=False)
+        for p in problems:
+            console.print(f"[red]{p['problem']}[/] document {p['document_id']} node {p['node_id'] or '-'}: "
+                          f"{p['detail']}", highlight=False)
+        console.print("[green]all trees are consistent[/]" if not problems else f"{len(problems)} problems")
+    if problems:
+        raise typer.Exit(1)
 
 
 # ------------------------------------------------------------------------- demo

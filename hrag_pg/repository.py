@@ -119,11 +119,14 @@ class Repository:
         *,
         progress: Progress | None = None,
         after_chunk: Callable[[int], None] | None = None,
+        force: bool = False,
     ) -> IngestResult:
         """Replace the stored tree of ``doc.source`` by ``doc``, atomically.
 
         ``after_chunk`` is called with the number of rows written so far after
-        each COPY chunk (tests use it to inject a failure half-way).
+        each COPY chunk (tests use it to inject a failure half-way).  With
+        ``force`` an unchanged document is rewritten anyway (repairing, say,
+        a missing embedding), still reusing every stored embedding it can.
         """
         started = time.perf_counter()
         with self.engine.begin() as conn:
@@ -132,7 +135,7 @@ class Repository:
             existing = conn.execute(
                 sa.text("SELECT content_hash FROM hrag.documents WHERE id = :id"), {"id": doc.id}
             ).scalar()
-            if existing == doc.content_hash:
+            if existing == doc.content_hash and not force:
                 return IngestResult(
                     source=doc.source, collection=doc.collection, document_id=doc.id, status="unchanged",
                     nodes=len(doc.nodes), embedded=0, reused=len(doc.search_targets),
@@ -327,6 +330,17 @@ class Repository:
                 {"id": node_id},
             ).mappings().all()
         return [Node(**row) for row in rows]
+
+    def check_integrity(self) -> list[dict[str, Any]]:
+        """Problems found by ``hrag.check_integrity()`` (empty when healthy)."""
+        return self._fetch("SELECT problem, document_id, node_id, detail FROM hrag.check_integrity() "
+                           "ORDER BY problem, document_id, node_id", {})
+
+    def repair_integrity(self) -> dict[str, int]:
+        """Recompute child counts, ordering ranges and depths; returns how many were fixed per kind."""
+        with self.engine.begin() as conn:
+            rows = conn.execute(sa.text("SELECT problem, fixed FROM hrag.repair_integrity()")).all()
+        return {problem: int(fixed) for problem, fixed in rows}
 
     def stats(self) -> dict[str, Any]:
         with self.engine.connect() as conn:
