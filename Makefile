@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test test-pg16 lint bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,8 +21,15 @@ install: $(BIN)/.installed
 demo: install  ## the main job: embedded PostgreSQL, migrate, ingest the examples, ask the seed's questions
 	$(BIN)/hrag demo
 
-test: install  ## the whole test suite against a real PostgreSQL + pgvector
+test: install  ## the whole suite on PostgreSQL 18, then the database layers again on PostgreSQL 16
 	$(BIN)/python -m pytest
+	$(MAKE) --no-print-directory test-pg16
+
+PG16_DIR := .pg16
+test-pg16: install  ## integration, migration and reliability tests against PostgreSQL 16 + pgvector 0.8.5
+	@url=$$($(BIN)/python tests/pg_majors.py start 16 $(PG16_DIR)) && \
+	  HRAG_TEST_DATABASE_URL=$$url $(BIN)/python -m pytest -q tests/integration tests/migration tests/reliability; \
+	  rc=$$?; $(BIN)/python tests/pg_majors.py stop 16 $(PG16_DIR); exit $$rc
 
 lint: install
 	$(BIN)/ruff check hrag_pg tests bench
@@ -31,4 +38,4 @@ bench: install  ## small benchmark configuration (minutes); see bench/README.md
 	$(BIN)/python bench/run.py --small
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache build *.egg-info $(PG16_DIR)

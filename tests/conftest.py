@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import quote, unquote, urlparse
+from urllib.parse import parse_qs, quote, unquote, urlparse
 
 import psycopg
 import pytest
@@ -42,8 +42,9 @@ def url_for(proc: NoopExecutor, dbname: str, *, driver: bool = True) -> str:
 
 def _executor_from_url(url: str) -> NoopExecutor:
     parsed = urlparse(url.replace("postgresql+psycopg://", "postgresql://"))
+    socket_dir = parse_qs(parsed.query).get("host", [None])[0]
     return NoopExecutor(
-        host=parsed.hostname or "localhost",
+        host=socket_dir or parsed.hostname or "localhost",
         port=parsed.port or 5432,
         user=unquote(parsed.username or "postgres"),
         password=unquote(parsed.password) if parsed.password else None,
