@@ -432,6 +432,36 @@ def check_cmd(
         raise typer.Exit(1)
 
 
+@app.command("eval")
+@clear_errors
+def eval_cmd(
+    questions: Path = typer.Argument(..., help="JSONL: {id, kind: narrow|broad, question, evidence: [snippets]}."),
+    mode: str = typer.Option("parent-child", "--mode", "-m", help="parent-child or auto-merge."),
+    collection: str = typer.Option(None, "--collection", "-c", help="Search only this collection."),
+    max_tokens: int = typer.Option(None, "--max-tokens", help="Assemble at most this many tokens per answer."),
+    lexical_weight: float = typer.Option(None, "--lexical-weight", help="Weight of lexical overlap (0 = vector only)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Measure retrieval on your own questions: snippet recall, full recall, tokens, latency, per kind."""
+    from .evaluation import evaluate, load_questions
+
+    if mode not in MODES:
+        raise ValueError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+    loaded = load_questions(questions)
+    settings: dict[str, Any] = {"collection": collection}
+    if lexical_weight is not None:
+        settings["lexical_weight"] = lexical_weight
+    hrag = _open()
+    with _progress_bar() as bar:
+        task = bar.add_task("questions", total=len(loaded))
+        report = evaluate(hrag, loaded, mode=mode, max_tokens=max_tokens,
+                          progress=lambda done, total: bar.update(task, completed=done, total=total), **settings)
+    if as_json:
+        print_json(report.to_json())
+    else:
+        console.print(report.render())
+
+
 # ------------------------------------------------------------------------- demo
 
 

@@ -107,7 +107,22 @@ def test_db_status_of_an_uninitialised_data_dir_exits_3(tmp_path: Path) -> None:
     assert result.exit_code == 3 and "not initialised" in result.output
 
 
-@pytest.mark.parametrize("command", ["db", "migrate", "ingest", "query", "show", "delete", "stats", "demo"])
+@pytest.mark.parametrize("command", ["db", "migrate", "ingest", "query", "show", "delete", "stats", "check", "eval", "demo"])
 def test_every_command_explains_itself(command: str) -> None:
     result = runner.invoke(app, [command, "--help"])
     assert result.exit_code == 0 and len(result.output) > 200
+
+
+def test_eval_reports_recall_per_kind_as_json(env: dict[str, str]) -> None:
+    questions = Path(__file__).parents[1] / "fixtures" / "demo_questions.jsonl"
+    result = run(env, "eval", str(questions), "--mode", "auto-merge", "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)["summary"]
+    assert set(summary) == {"narrow", "broad", "all"}
+    assert summary["narrow"]["questions"] == 2 and 0.0 <= summary["all"]["recall"] <= 1.0
+    assert summary["all"]["latency_p95_ms"] >= summary["all"]["latency_p50_ms"] > 0
+
+
+def test_eval_refuses_a_file_that_is_not_jsonl(env: dict[str, str]) -> None:
+    result = run(env, "eval", "README.md")
+    assert result.exit_code == 2 and "not valid JSON" in result.output
