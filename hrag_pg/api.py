@@ -14,6 +14,7 @@ Each retrieval embeds the question once and makes one call of a SQL function
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -128,12 +129,15 @@ class HRAG:
         question_generator: QuestionGenerator | None = None,
         stop_on_error: bool = False,
         force: bool = False,
+        bulk: bool = False,
     ) -> IngestReport:
         """Ingest files and directories; unsupported files are skipped and reported.
 
         Each document is its own transaction: a bad file is reported in
         ``failed`` (or raised with ``stop_on_error``) and never touches what
-        is stored for the others.
+        is stored for the others.  ``bulk`` drops the vector index for the
+        duration and rebuilds it once at the end (much faster for big
+        initial loads; searches meanwhile fall back to sequential scans).
         """
         started = time.perf_counter()
         options = options or IngestOptions()
@@ -144,6 +148,16 @@ class HRAG:
                 raise IngestError(f"{p}: no such file or directory")
         files, skipped = iter_supported_files(paths)
         report.skipped = [(str(p), reason) for p, reason in skipped]
+        _ = self.embedder  # load the model and check its dimension before touching the index
+        with self.repository.vector_index_suspended() if bulk else contextlib.nullcontext():
+            self._ingest_files(files, report, collection, options, progress, question_generator,
+                               stop_on_error, force)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _ingest_files(self, files: list[Path], report: IngestReport, collection: str, options: IngestOptions,
+                      progress: Progress | None, question_generator: QuestionGenerator | None,
+                      stop_on_error: bool, force: bool) -> None:
         embedder = self.embedder
         counter = embedder.token_counter
         for index, path in enumerate(files, start=1):
@@ -158,8 +172,6 @@ class HRAG:
                 report.failed.append((str(path), str(exc)))
             if progress:
                 progress("files", index, len(files))
-        report.seconds = time.perf_counter() - started
-        return report
 
     def ingest_tree(
         self,

@@ -231,6 +231,7 @@ def ingest_cmd(
     window_tokens: int = typer.Option(1200, help="Parent size for --strategy window."),
     errors: str = typer.Option("strict", help="Invalid UTF-8: strict (refuse the file) or replace."),
     force: bool = typer.Option(False, "--force", help="Rewrite unchanged documents too (repairs missing embeddings)."),
+    bulk: bool = typer.Option(False, "--bulk", help="Initial loads: drop the vector index, load, rebuild it once."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON report."),
 ) -> None:
     """Ingest documents: build their trees, embed the children, write each document in one transaction.
@@ -255,7 +256,8 @@ def ingest_cmd(
             if stage != "files" and done >= total:
                 bar.remove_task(tasks.pop(stage))
 
-        report = hrag.ingest(paths, collection=collection, options=options, progress=progress, force=force)
+        report = hrag.ingest(paths, collection=collection, options=options, progress=progress, force=force,
+                             bulk=bulk)
     if as_json:
         print_json({
             "collection": collection,
