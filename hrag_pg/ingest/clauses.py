@@ -186,7 +186,9 @@ class _Builder:
                 self.first_h1 = line
             if self.first_h1 == line and len(self.stack) == 1 and not self.root.children:
                 self.flush()
-                add_leaf(self.root, "paragraph", line)  # the document's own title line
+                # The document's own title line is the root's text: it reads
+                # first in node_text(root) without becoming a search target.
+                self.root.content = line
             else:
                 self.open(2.5, DraftNode("section", content=line, title=line, key=line))
         elif marker := item_marker(line):
