@@ -67,24 +67,30 @@ def current_revision(conn: sa.Connection) -> str | None:
 
 @contextmanager
 def translate_migration_error(url: str) -> Iterator[None]:
-    """Turn the server's refusals during migration into one sentence with the fix."""
+    """Turn the server's refusals during migration into one sentence with the fix.
+
+    Errors arrive wrapped by SQLAlchemy (statements it ran) or raw from
+    psycopg (the SQL files, which go through the driver directly).
+    """
+    import psycopg
     import psycopg.errors as pg
 
     try:
         yield
-    except sa.exc.DBAPIError as exc:
-        orig = exc.orig
+    except (sa.exc.DBAPIError, psycopg.Error) as exc:
+        orig = exc.orig if isinstance(exc, sa.exc.DBAPIError) else exc
         where = db.redact(url)
+        text = str(orig).strip().splitlines()[0] if orig is not None and str(orig).strip() else ""
         if isinstance(orig, pg.FeatureNotSupported | pg.UndefinedFile) or (
-            orig is not None and "extension \"vector\"" in str(orig) and "not available" in str(orig)
+            'extension "vector"' in text and ("not available" in text or "control file" in text)
         ):
             raise ConfigurationError(
-                f"The server at {where} has no pgvector extension: install pgvector >= 0.8 "
+                f"The server at {where} has no pgvector extension ({text}): install pgvector >= 0.8 "
                 "on it (or use the embedded server by unsetting HRAG_DATABASE_URL)."
             ) from exc
         if isinstance(orig, pg.InsufficientPrivilege):
             raise ConfigurationError(
-                f"The user in {where} lacks a privilege hrag needs to migrate ({str(orig).strip()}): "
+                f"The user in {where} lacks a privilege hrag needs to migrate ({text}): "
                 "run `hrag migrate` as the database owner, or GRANT CREATE ON DATABASE to this user "
                 "and create the vector extension as a superuser first."
             ) from exc
