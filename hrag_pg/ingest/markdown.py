@@ -92,8 +92,10 @@ class _Reader:
 
     def _fence_end(self, start: int) -> int:
         """Index just past the fence opened at ``start`` (end of file if unclosed)."""
-        match = _FENCE_RE.match(self.lines[start])
-        assert match is not None
+        # Stripped: a fence inside a list item may be indented deeper than a top-level one.
+        match = _FENCE_RE.match(self.lines[start].strip())
+        if match is None:  # not a fence after all: the block is this line alone
+            return start + 1
         marker = match.group(2)
         closing = re.compile(rf"^[ \t]*{re.escape(marker[0])}{{{len(marker)},}}[ \t]*$")
         j = start + 1
