@@ -67,6 +67,18 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION hrag._check_threshold(merge_threshold real)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+    IF merge_threshold IS NULL OR merge_threshold <= 0 OR merge_threshold > 1 OR merge_threshold = 'NaN' THEN
+        RAISE EXCEPTION 'hrag: argument "merge_threshold" must be in (0, 1], got %', coalesce(merge_threshold::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+END
+$$;
+
 -- ---------------------------------------------------------------------------
 -- hrag.node_text: a node's full text (own text + descendants, document order).
 -- One range scan of the (document_id, seq) index; NULL for an unknown id.
@@ -87,29 +99,14 @@ AS $$
 $$;
 
 -- ---------------------------------------------------------------------------
--- Does a node pass the collection and metadata filters?  The metadata filter
--- is a jsonb containment test against the node's metadata merged over its
--- document's metadata (node keys win), so {"lang": "ja"} set on a document
--- selects all of its nodes.
--- ---------------------------------------------------------------------------
-CREATE FUNCTION hrag._metadata_matches(node_document uuid, node_metadata jsonb, filter jsonb)
-RETURNS boolean
-LANGUAGE sql STABLE PARALLEL SAFE
-AS $$
-    SELECT filter IS NULL
-        OR node_metadata @> filter
-        OR EXISTS (SELECT 1
-                     FROM hrag.documents d
-                    WHERE d.id = node_document
-                      AND (d.metadata || node_metadata) @> filter)
-$$;
-
--- ---------------------------------------------------------------------------
 -- hrag.search_leaves: the ANN step.
 --
 -- HNSW (cosine) with pgvector 0.8's iterative index scan, so the collection
 -- and metadata filters are applied *inside* the scan: a selective filter
--- still returns k rows (up to hnsw.max_scan_tuples visited).  relaxed_order
+-- still returns k rows (up to hnsw.max_scan_tuples visited).  The metadata
+-- filter is a jsonb containment test against the node's metadata merged
+-- over its document's metadata (node keys win), so {"lang": "ja"} set on a
+-- document selects all of its nodes.  relaxed_order
 -- lets the scan return slightly out of order; the outer ORDER BY restores it.
 -- ---------------------------------------------------------------------------
 CREATE FUNCTION hrag.search_leaves(
@@ -136,7 +133,11 @@ BEGIN
               FROM hrag.nodes n
              WHERE n.embedding IS NOT NULL
                AND (search_leaves.collection IS NULL OR n.collection = search_leaves.collection)
-               AND hrag._metadata_matches(n.document_id, n.metadata, search_leaves.filter)
+               AND (search_leaves.filter IS NULL
+                    OR n.metadata @> search_leaves.filter
+                    OR EXISTS (SELECT 1 FROM hrag.documents d
+                                WHERE d.id = n.document_id
+                                  AND (d.metadata || n.metadata) @> search_leaves.filter))
              ORDER BY n.embedding <=> query
              LIMIT k) AS hit
      ORDER BY hit.distance, hit.id;
@@ -154,6 +155,10 @@ $$;
 -- a child scores below min_score, or the index is exhausted, because users
 -- expect k to count parents.  Each parent comes back with its full text, its
 -- best child's score and the children that matched it.
+--
+-- The walk reads the index in LIMITed batches (an HNSW scan needs a LIMIT);
+-- the rare walk that needs more children repeats the scan with a 4x larger
+-- LIMIT and skips the children it has already seen.
 -- ---------------------------------------------------------------------------
 CREATE FUNCTION hrag.parent_child(
     query          vector,
@@ -166,12 +171,16 @@ CREATE FUNCTION hrag.parent_child(
 RETURNS TABLE (node_id uuid, document_id uuid, title text, heading_path text[], content text,
                score real, matched_children uuid[], rank integer)
 LANGUAGE plpgsql STABLE
-SET hnsw.iterative_scan = 'strict_order'
+SET hnsw.iterative_scan = 'relaxed_order'
 AS $$
 #variable_conflict use_column
 DECLARE
     child        record;
+    batch        integer := greatest(top_k_children, 8 * max_parents);
+    returned     integer;
     considered   integer := 0;
+    done         boolean := false;
+    seen         uuid[]  := '{}';
     parent_ids   uuid[]  := '{}';
     parent_best  real[]  := '{}';
     child_ids    uuid[]  := '{}';
@@ -180,37 +189,58 @@ BEGIN
     PERFORM hrag._check_query(query, filter);
     PERFORM hrag._check_count(top_k_children, 'top_k_children');
     PERFORM hrag._check_count(max_parents, 'max_parents');
-    IF current_setting('hnsw.ef_search')::integer < top_k_children THEN
-        PERFORM set_config('hnsw.ef_search', top_k_children::text, true);
-    END IF;
 
-    -- A FOR loop reads the ordered index scan through a cursor, so the scan
-    -- stops as soon as we exit.
-    FOR child IN
-        SELECT n.id, n.parent_id, (1 - (n.embedding <=> query))::real AS score
-          FROM hrag.nodes n
-         WHERE n.embedding IS NOT NULL
-           AND n.parent_id IS NOT NULL
-           AND (parent_child.collection IS NULL OR n.collection = parent_child.collection)
-           AND hrag._metadata_matches(n.document_id, n.metadata, parent_child.filter)
-         ORDER BY n.embedding <=> query
+    <<scan>>
     LOOP
-        EXIT WHEN min_score IS NOT NULL AND child.score < min_score;
-        EXIT WHEN considered >= top_k_children AND cardinality(parent_ids) >= max_parents;
-        considered := considered + 1;
+        IF current_setting('hnsw.ef_search')::integer < least(batch, 1000) THEN
+            PERFORM set_config('hnsw.ef_search', least(batch, 1000)::text, true);
+        END IF;
+        returned := 0;
+        FOR child IN
+            SELECT c.id, c.parent_id, (1 - c.distance)::real AS score
+              FROM (SELECT n.id, n.parent_id, n.embedding <=> query AS distance
+                      FROM hrag.nodes n
+                     WHERE n.embedding IS NOT NULL
+                       AND n.parent_id IS NOT NULL
+                       AND (parent_child.collection IS NULL OR n.collection = parent_child.collection)
+                       AND (parent_child.filter IS NULL
+                            OR n.metadata @> parent_child.filter
+                            OR EXISTS (SELECT 1 FROM hrag.documents d
+                                        WHERE d.id = n.document_id
+                                          AND (d.metadata || n.metadata) @> parent_child.filter))
+                     ORDER BY n.embedding <=> query
+                     LIMIT batch) AS c
+             ORDER BY c.distance, c.id
+        LOOP
+            returned := returned + 1;
+            CONTINUE WHEN child.id = ANY (seen);
+            seen := seen || child.id;
+            IF (min_score IS NOT NULL AND child.score < min_score)
+               OR (considered >= top_k_children AND cardinality(parent_ids) >= max_parents) THEN
+                done := true;
+                EXIT;
+            END IF;
+            considered := considered + 1;
 
-        IF child.parent_id = ANY (parent_ids) THEN
-            -- A known parent: record the match only within the top k.
-            IF considered <= top_k_children THEN
+            IF child.parent_id = ANY (parent_ids) THEN
+                -- A known parent: record the match only within the top k.
+                IF considered <= top_k_children THEN
+                    child_ids    := child_ids || child.id;
+                    child_parent := child_parent || child.parent_id;
+                END IF;
+            ELSIF cardinality(parent_ids) < max_parents THEN
+                parent_ids   := parent_ids || child.parent_id;
+                parent_best  := parent_best || child.score;
                 child_ids    := child_ids || child.id;
                 child_parent := child_parent || child.parent_id;
             END IF;
-        ELSIF cardinality(parent_ids) < max_parents THEN
-            parent_ids   := parent_ids || child.parent_id;
-            parent_best  := parent_best || child.score;
-            child_ids    := child_ids || child.id;
-            child_parent := child_parent || child.parent_id;
-        END IF;
+        END LOOP;
+        -- Stop when satisfied, when the index has no more rows, or at a sane bound.
+        EXIT scan WHEN done
+                    OR (considered >= top_k_children AND cardinality(parent_ids) >= max_parents)
+                    OR returned < batch
+                    OR batch >= 100000;
+        batch := batch * 4;
     END LOOP;
 
     RETURN QUERY
@@ -314,114 +344,90 @@ CREATE FUNCTION hrag.auto_merge_hits(
 )
 RETURNS TABLE (node_id uuid, document_id uuid, depth integer, title text, heading_path text[],
                content text, score real, merged_from uuid[], hit_ratio real, rank integer)
-LANGUAGE plpgsql STABLE
+LANGUAGE sql STABLE
 AS $$
-#variable_conflict use_column
-DECLARE
-    cand_id        uuid[];
-    cand_parent    uuid[];
-    cand_depth     integer[];
-    cand_children  integer[];
-    covered        uuid[];
-    merged_ids     uuid[] := '{}';
-    merged_ratios  real[] := '{}';
-    new_ids        uuid[];
-    new_ratios     real[];
-    level          integer;
-BEGIN
-    PERFORM hrag._check_hits(node_ids, scores);
-    IF merge_threshold IS NULL OR merge_threshold <= 0 OR merge_threshold > 1 OR merge_threshold = 'NaN' THEN
-        RAISE EXCEPTION 'hrag: argument "merge_threshold" must be in (0, 1], got %', coalesce(merge_threshold::text, 'NULL')
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-
-    -- The hits and all their ancestors: the only nodes the merge can touch.
-    WITH RECURSIVE up AS (
-        SELECT n.id, n.parent_id, n.depth, n.child_count
-          FROM hrag.nodes n
-         WHERE n.id = ANY (node_ids)
-        UNION
-        SELECT p.id, p.parent_id, p.depth, p.child_count
-          FROM up
-          JOIN hrag.nodes p ON p.id = up.parent_id
-    )
-    SELECT array_agg(up.id), array_agg(up.parent_id), array_agg(up.depth), array_agg(up.child_count)
-      INTO cand_id, cand_parent, cand_depth, cand_children
-      FROM up;
-
-    IF cand_id IS NULL THEN
-        RETURN;
-    END IF;
-    covered := ARRAY(SELECT DISTINCT h FROM unnest(node_ids) AS h WHERE h = ANY (cand_id));
-
-    -- Bottom-up: decide the parents of each level once their children are final.
-    FOR level IN REVERSE (SELECT max(d) FROM unnest(cand_depth) AS d) .. 1 LOOP
-        SELECT array_agg(s.parent_id), array_agg(s.ratio)
-          INTO new_ids, new_ratios
-          FROM (SELECT c.parent_id,
-                       (count(*)::real / max(p.child_count)::real) AS ratio
-                  FROM unnest(cand_id, cand_parent, cand_depth) AS c(id, parent_id, depth)
-                  JOIN unnest(cand_id, cand_children) AS p(id, child_count) ON p.id = c.parent_id
-                 WHERE c.depth = level
-                   AND c.id = ANY (covered)
-                   AND p.child_count > 0
-                 GROUP BY c.parent_id) AS s
-         WHERE s.ratio >= merge_threshold;
-        IF new_ids IS NOT NULL THEN
-            covered       := covered || new_ids;
-            merged_ids    := merged_ids || new_ids;
-            merged_ratios := merged_ratios || new_ratios;
-        END IF;
-    END LOOP;
-
-    RETURN QUERY
     WITH RECURSIVE
-    cand AS (
-        SELECT * FROM unnest(cand_id, cand_parent) AS c(id, parent_id)
+    checked AS MATERIALIZED (
+        SELECT hrag._check_hits(node_ids, scores), hrag._check_threshold(merge_threshold)
     ),
+    -- A duplicate id keeps its best score; unknown ids drop out at the first join.
     hit AS (
         SELECT h.id, max(h.score) AS score
-          FROM unnest(node_ids, scores) AS h(id, score)
-         WHERE h.id = ANY (cand_id)
+          FROM checked, unnest(node_ids, scores) AS h(id, score)
          GROUP BY h.id
     ),
-    -- every (covered node, ancestor) pair within the candidates
-    lineage AS (
-        SELECT c.id AS node, c.parent_id AS ancestor
-          FROM cand c
-         WHERE c.id = ANY (covered) AND c.parent_id IS NOT NULL
+    -- Every hit's path to its root, by primary key: the only nodes the merge can touch.
+    chain AS (
+        SELECT hit.id AS hit, hit.score, n.id AS node, n.parent_id, n.depth, n.child_count, 0 AS steps
+          FROM hit
+          JOIN hrag.nodes n ON n.id = hit.id
         UNION ALL
-        SELECT l.node, c.parent_id
-          FROM lineage l
-          JOIN cand c ON c.id = l.ancestor
-         WHERE c.parent_id IS NOT NULL
+        SELECT c.hit, c.score, p.id, p.parent_id, p.depth, p.child_count, c.steps + 1
+          FROM chain c
+          JOIN hrag.nodes p ON p.id = c.parent_id
     ),
-    top AS (
-        SELECT c.id
-          FROM cand c
-         WHERE c.id = ANY (covered)
-           AND NOT EXISTS (SELECT 1 FROM lineage l
-                            WHERE l.node = c.id AND l.ancestor = ANY (covered))
+    cand AS MATERIALIZED (
+        SELECT DISTINCT c.node AS id, c.parent_id, c.depth, c.child_count FROM chain c
+    ),
+    -- Bottom-up, one row per level: the parents of the nodes at `level` are
+    -- decided once their children are final; a merged parent is covered.
+    state AS (
+        SELECT (SELECT max(cand.depth) FROM cand) AS level,
+               ARRAY(SELECT DISTINCT chain.hit FROM chain) AS covered,
+               '{}'::uuid[] AS merged,
+               '{}'::real[] AS ratios
+        UNION ALL
+        SELECT s.level - 1,
+               s.covered || coalesce(step.ids, '{}'),
+               s.merged || coalesce(step.ids, '{}'),
+               s.ratios || coalesce(step.ratios, '{}')
+          FROM state s
+          CROSS JOIN LATERAL (
+              SELECT array_agg(g.parent_id) AS ids, array_agg(g.ratio) AS ratios
+                FROM (SELECT c.parent_id, count(*)::real / max(p.child_count)::real AS ratio
+                        FROM cand c
+                        JOIN cand p ON p.id = c.parent_id
+                       WHERE c.depth = s.level
+                         AND c.id = ANY (s.covered)
+                         AND p.child_count > 0
+                       GROUP BY c.parent_id) AS g
+               WHERE g.ratio >= merge_threshold
+          ) AS step
+         WHERE s.level > 0
+    ),
+    final AS (
+        SELECT s.covered, s.merged, s.ratios FROM state s ORDER BY s.level NULLS FIRST LIMIT 1
+    ),
+    -- Each hit ends up in the topmost covered node on its path; those nodes
+    -- are the result, and the hits below them are what they absorbed.
+    placed AS (
+        SELECT DISTINCT ON (c.hit) c.hit, c.score, c.node AS top
+          FROM chain c, final f
+         WHERE c.node = ANY (f.covered)
+         ORDER BY c.hit, c.steps DESC
     ),
     result AS (
-        SELECT t.id,
-               (SELECT max(h.score) FROM hit h
-                 WHERE h.id = t.id
-                    OR EXISTS (SELECT 1 FROM lineage l WHERE l.node = h.id AND l.ancestor = t.id)) AS score,
-               ARRAY(SELECT h.id FROM hit h
-                      WHERE EXISTS (SELECT 1 FROM lineage l WHERE l.node = h.id AND l.ancestor = t.id)
-                      ORDER BY h.score DESC, h.id) AS merged_from,
-               (SELECT r.ratio FROM unnest(merged_ids, merged_ratios) AS r(id, ratio)
-                 WHERE r.id = t.id) AS hit_ratio
-          FROM top t
+        SELECT pl.top,
+               max(pl.score) AS score,
+               coalesce(array_agg(pl.hit ORDER BY pl.score DESC, pl.hit) FILTER (WHERE pl.hit <> pl.top), '{}')
+                   AS merged_from
+          FROM placed pl
+         GROUP BY pl.top
     )
-    SELECT n.id, n.document_id, n.depth, n.title, n.heading_path, hrag.node_text(n.id),
-           r.score, r.merged_from, r.hit_ratio,
+    SELECT n.id, n.document_id, n.depth, n.title, n.heading_path,
+           coalesce(full_text.text, ''),
+           r.score, r.merged_from,
+           (SELECT m.ratio FROM final f, unnest(f.merged, f.ratios) AS m(id, ratio) WHERE m.id = r.top),
            (row_number() OVER (ORDER BY r.score DESC, n.depth, n.id))::integer
       FROM result r
-      JOIN hrag.nodes n ON n.id = r.id
-     ORDER BY r.score DESC, n.depth, n.id;
-END
+      JOIN hrag.nodes n ON n.id = r.top
+      -- full text: one range scan of the (document_id, seq) index
+      LEFT JOIN LATERAL (SELECT string_agg(d.content, E'\n\n' ORDER BY d.seq) AS text
+                           FROM hrag.nodes d
+                          WHERE d.document_id = n.document_id
+                            AND d.seq BETWEEN n.seq AND n.subtree_end
+                            AND d.content <> '') AS full_text ON true
+     ORDER BY r.score DESC, n.depth, n.id
 $$;
 
 -- ---------------------------------------------------------------------------
