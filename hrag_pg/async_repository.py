@@ -16,7 +16,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from . import queries
-from .db import connection_error, libpq_url
+from .db import connection_error, libpq_url, operational_error
 from .errors import from_database
 from .models import RetrievalResult, SearchHit
 from .repository import hits_arrays, rerank_text, to_result
@@ -50,8 +50,12 @@ class AsyncRepository:
                     rows = await cur.fetchall()
             except psycopg.errors.DataError as exc:
                 raise from_database(exc) from exc
+            except psycopg.OperationalError as exc:
+                # A server restart, a terminated backend or a cancelled statement: one clear
+                # sentence; a broken connection is reopened by the next call.
+                raise operational_error(self.url, exc) from exc
             finally:
-                if not conn.broken:
+                if not conn.broken and not conn.closed:
                     await conn.rollback()
         return rows
 

@@ -17,7 +17,7 @@ import psycopg
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 
-from .errors import ConfigurationError, SchemaError
+from .errors import ConfigurationError, ConnectionLost, HragError, QueryCancelled, SchemaError
 
 ENV_URL = "HRAG_DATABASE_URL"
 
@@ -85,6 +85,26 @@ def connection_error(url: str, exc: BaseException) -> ConfigurationError:
     return ConfigurationError(
         f"Cannot connect to PostgreSQL at {redact(url)} ({reason}); check {ENV_URL}, "
         "or unset it to use the embedded server."
+    )
+
+
+def operational_error(url: str, exc: BaseException) -> HragError:
+    """A driver failure *during* a call (not while connecting) as one clear sentence.
+
+    A cancelled statement (``statement_timeout``, a cancel request) becomes
+    :class:`QueryCancelled`; anything else that breaks the connection (a server
+    restart, a terminated backend) becomes :class:`ConnectionLost`.
+    """
+    orig = getattr(exc, "orig", None) or exc
+    reason = (str(orig).strip().splitlines() or [type(orig).__name__])[0]
+    if isinstance(orig, psycopg.errors.QueryCanceled):
+        return QueryCancelled(
+            f"PostgreSQL cancelled the statement ({reason}); nothing was changed. Retry, or raise "
+            "statement_timeout if the server's limit is too low."
+        )
+    return ConnectionLost(
+        f"The connection to PostgreSQL at {redact(url)} was lost during the call ({reason}); "
+        "the call did not complete. Retry: the next call reconnects."
     )
 
 

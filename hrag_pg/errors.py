@@ -32,6 +32,17 @@ class InvalidArgument(HragError, ValueError):
     """A retrieval argument the SQL functions refused (the message names it)."""
 
 
+class ConnectionLost(HragError):
+    """The connection to PostgreSQL broke during a call (server restart, killed backend).
+
+    The call did not complete; the next call reconnects (the pool pings first).
+    """
+
+
+class QueryCancelled(HragError):
+    """The server cancelled the statement (``statement_timeout`` or a cancel request)."""
+
+
 def from_database(exc: Exception) -> Exception:
     """hrag's own SQL argument checks (SQLSTATE class 22, "hrag: ..." messages) as InvalidArgument."""
     diag = getattr(exc, "diag", None)

@@ -8,10 +8,13 @@ psycopg's ``%(name)s`` style and explicit casts (Python floats arrive as
 from __future__ import annotations
 
 import json as _json
+import math as _math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as _np
+
+from .errors import InvalidArgument
 
 SEARCH_LEAVES = """
 SELECT node_id, parent_id, document_id, score
@@ -98,6 +101,32 @@ SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
 # Which statement a retrieval sends and with which parameters; the sync and
 # async repositories only execute what these return.
 
+#: The SQL functions' bound on counts (hrag._check_count in sql/0002_retrieval.sql).
+MAX_COUNT = 1000
+_INT4_MIN, _INT4_MAX = -(2**31), 2**31 - 1
+_REAL_MAX = 3.4028234663852886e38
+
+
+def _count(value: Any, name: str) -> Any:
+    """Refuse counts PostgreSQL cannot even cast to integer, naming the argument.
+
+    Values within integer range go to SQL, which checks 1..MAX_COUNT itself;
+    beyond it the server would only say "integer out of range".
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and not _INT4_MIN <= value <= _INT4_MAX:
+        raise InvalidArgument(f'argument "{name}" must be between 1 and {MAX_COUNT}, got {value}')
+    return value
+
+
+def _real(value: Any, name: str) -> Any:
+    """Refuse numbers outside PostgreSQL's real range (the server would say only "overflow")."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    if isinstance(value, float) and not _math.isfinite(value):
+        return value  # NaN and infinities reach SQL, whose checks name the argument
+    if abs(value) > _REAL_MAX:
+        raise InvalidArgument(f'argument "{name}" is out of range for a real number, got {value!r}')
+    return value
 
 
 @dataclass(frozen=True)
@@ -124,6 +153,9 @@ class Search:
     def params(self, k: int) -> dict[str, Any]:
         if self.filter is not None and not isinstance(self.filter, dict):
             raise ValueError(f"filter must be a JSON object (a dict), got {type(self.filter).__name__}")
+        _count(self.candidates, "candidates")
+        _real(self.lexical_weight, "lexical_weight")
+        _real(self.min_relative_score, "min_relative_score")
         return {
             "q": _np.asarray(self.query, dtype=_np.float32), "qt": self.text, "k": k, "c": self.collection,
             "f": None if self.filter is None else _json.dumps(self.filter, ensure_ascii=False),
@@ -132,26 +164,35 @@ class Search:
 
 
 def plan_search(search: Search, k: int) -> tuple[str, dict[str, Any]]:
+    _count(k, "k")
     return (SEARCH_HYBRID if search.hybrid else SEARCH_LEAVES), search.params(k)
 
 
 def plan_parent_child(search: Search, top_k_children: int, max_parents: int,
                       min_score: float | None) -> tuple[str, dict[str, Any]]:
+    _count(top_k_children, "top_k_children")
+    _count(max_parents, "max_parents")
+    _real(min_score, "min_score")
     params = search.params(top_k_children)
     params.update(p=max_parents, m=min_score)
     return (PARENT_CHILD_HYBRID if search.hybrid else PARENT_CHILD), params
 
 
 def plan_auto_merge(search: Search, top_k: int, merge_threshold: float) -> tuple[str, dict[str, Any]]:
+    _count(top_k, "top_k")
+    _real(merge_threshold, "merge_threshold")
     params = search.params(top_k)
     params.update(t=merge_threshold)
     return (AUTO_MERGE_HYBRID if search.hybrid else AUTO_MERGE), params
 
 
 def plan_auto_merge_hits(ids: list[Any], scores: list[float], merge_threshold: float) -> tuple[str, dict[str, Any]]:
+    _real(merge_threshold, "merge_threshold")
     return AUTO_MERGE_HITS, {"ids": ids, "scores": scores, "t": merge_threshold}
 
 
 def plan_parent_child_hits(ids: list[Any], scores: list[float], max_parents: int,
                            top_k_children: int | None) -> tuple[str, dict[str, Any]]:
+    _count(max_parents, "max_parents")
+    _count(top_k_children, "top_k_children")
     return PARENT_CHILD_HITS, {"ids": ids, "scores": scores, "p": max_parents, "k": top_k_children}

@@ -30,8 +30,9 @@ from psycopg.types.json import Jsonb
 from sqlalchemy.engine import Engine
 
 from . import migrate, queries
+from .db import connection_error, operational_error
 from .embedding import Embedder, check_vectors
-from .errors import EmbeddingError, SchemaError, from_database
+from .errors import EmbeddingError, InvalidArgument, SchemaError, from_database
 from .ingest.flatten import FlatDocument
 from .models import IngestResult, Node, RetrievalResult, SearchHit
 
@@ -64,10 +65,49 @@ def rerank_text(row: dict[str, Any]) -> str:
     return f"[{path}] {row['content']}" if path else row["content"]
 
 
+#: The columns that place a node in its tree; if none changes, a rewrite is an in-place update.
+_SHAPE_COLUMNS = ["parent_id", "depth", "position", "seq", "subtree_end", "child_count"]
+#: The columns an in-place update rewrites.
+_TEXT_COLUMNS = ["kind", "title", "heading_path", "content", "token_count", "content_hash", "metadata"]
+
+
+def _text_values(n: Any, *, json: bool = False) -> tuple[Any, ...]:
+    return (n.kind, n.title, list(n.heading_path), n.content, n.token_count, n.content_hash,
+            Jsonb(n.metadata) if json else n.metadata)
+
+
+def _comparable(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    kind, title, heading_path, content, token_count, content_hash, metadata = values
+    return (kind, title, list(heading_path or []), content, token_count, content_hash, metadata)
+
+
+def _same_shape(doc: FlatDocument, old_rows: dict[uuid.UUID, tuple[Any, ...]]) -> bool:
+    """Same node ids, each with the same parent, depth, position and pre-order range."""
+    if len(old_rows) != len(doc.nodes):
+        return False
+    for n in doc.nodes:
+        old = old_rows.get(n.id)
+        if old is None or old[:len(_SHAPE_COLUMNS)] != (n.parent_id, n.depth, n.position, n.seq,
+                                                       n.subtree_end, n.child_count):
+            return False
+    return True
+
+
 def _driver(conn: sa.Connection) -> psycopg.Connection:
     driver = conn.connection.dbapi_connection
     assert isinstance(driver, psycopg.Connection)
     return driver
+
+
+def _node_id(value: Any) -> uuid.UUID:
+    """A node id given as a UUID or its text, or InvalidArgument (not a driver error)."""
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+        raise InvalidArgument(f"{shown} is not a node id (a UUID)") from None
 
 
 class Repository:
@@ -144,13 +184,16 @@ class Repository:
                 )
 
             stored: dict[str, np.ndarray] = {}
+            old_rows: dict[uuid.UUID, tuple[Any, ...]] = {}
             if existing is not None:
-                for content_hash, embedding in _driver(conn).execute(
-                    "SELECT content_hash, embedding FROM hrag.nodes "
-                    "WHERE document_id = %s AND embedding IS NOT NULL",
+                for row in _driver(conn).execute(
+                    f"SELECT id, {', '.join(_SHAPE_COLUMNS + _TEXT_COLUMNS)}, embedding "
+                    "FROM hrag.nodes WHERE document_id = %s",
                     (doc.id,),
                 ):
-                    stored[content_hash] = embedding
+                    old_rows[row[0]] = row[1:-1]
+                    if row[-1] is not None:
+                        stored[row[len(_SHAPE_COLUMNS) + _TEXT_COLUMNS.index("content_hash") + 1]] = row[-1]
 
             targets = doc.search_targets
             missing = list(dict.fromkeys(n.embed_text for n in targets if n.content_hash not in stored))
@@ -172,8 +215,13 @@ class Repository:
                 {"id": doc.id, "collection": doc.collection, "source": doc.source, "title": doc.title,
                  "hash": doc.content_hash, "metadata": json.dumps(doc.metadata, ensure_ascii=False, default=str)},
             )
-            conn.execute(sa.text("DELETE FROM hrag.nodes WHERE document_id = :id"), {"id": doc.id})
-            self._copy_nodes(conn, doc, stored, fresh, progress, after_chunk)
+            if old_rows and _same_shape(doc, old_rows):
+                # Same nodes in the same places: rewrite only the rows whose text changed,
+                # so unchanged children keep their rows and their HNSW entries.
+                self._update_changed(conn, doc, old_rows, stored, fresh)
+            else:
+                conn.execute(sa.text("DELETE FROM hrag.nodes WHERE document_id = :id"), {"id": doc.id})
+                self._copy_nodes(conn, doc, stored, fresh, progress, after_chunk)
 
         return IngestResult(
             source=doc.source, collection=doc.collection, document_id=doc.id,
@@ -181,6 +229,25 @@ class Repository:
             nodes=len(doc.nodes), embedded=len(missing), reused=len(targets) - len(missing),
             seconds=time.perf_counter() - started,
         )
+
+    @staticmethod
+    def _update_changed(conn: sa.Connection, doc: FlatDocument, old_rows: dict[uuid.UUID, tuple[Any, ...]],
+                        stored: dict[str, np.ndarray], fresh: dict[str, np.ndarray]) -> None:
+        shape = len(_SHAPE_COLUMNS)
+        changed = [n for n in doc.nodes if _text_values(n) != _comparable(old_rows[n.id][shape:])]
+        if not changed:
+            return
+        assignments = ", ".join(f"{c} = %s" for c in _TEXT_COLUMNS)
+        rows = []
+        for n in changed:
+            embedding = None
+            if n.embed_text is not None:
+                embedding = stored.get(n.content_hash)
+                if embedding is None:
+                    embedding = fresh[n.embed_text]
+            rows.append((*_text_values(n, json=True), embedding, n.id))
+        with _driver(conn).cursor() as cur:
+            cur.executemany(f"UPDATE hrag.nodes SET {assignments}, embedding = %s WHERE id = %s", rows)
 
     @staticmethod
     def _embed(embedder: Embedder, texts: list[str], dim: int, progress: Progress | None) -> list[np.ndarray]:
@@ -218,7 +285,16 @@ class Repository:
         total = len(doc.nodes)
         columns = ", ".join(_NODE_COLUMNS)
         with _driver(conn).cursor() as cur:
-            with cur.copy(f"COPY hrag.nodes ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
+            # PostgreSQL refuses COPY FROM into a table whose row-level security applies
+            # to the current user (a tenant role made with can_write): such writers COPY
+            # into a temporary table and INSERT ... SELECT from it, so the policies'
+            # WITH CHECK still judges every row.
+            rls = cur.execute("SELECT row_security_active('hrag.nodes')").fetchone()[0]  # type: ignore[index]
+            target = "hrag.nodes"
+            if rls:
+                cur.execute("CREATE TEMP TABLE hrag_nodes_in (LIKE hrag.nodes INCLUDING DEFAULTS) ON COMMIT DROP")
+                target = "hrag_nodes_in"
+            with cur.copy(f"COPY {target} ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
                 copy.set_types(list(_NODE_TYPES))
                 for i, n in enumerate(doc.nodes, start=1):
                     embedding = None
@@ -236,6 +312,8 @@ class Repository:
                             progress("write", i, total)
                         if after_chunk:
                             after_chunk(i)
+            if rls:
+                cur.execute(f"INSERT INTO hrag.nodes ({columns}) SELECT {columns} FROM hrag_nodes_in")
 
     def write_rows_only(self, doc: FlatDocument, vectors: dict[str, np.ndarray]) -> None:
         """Write a document whose embeddings are precomputed (benchmarks of the write path)."""
@@ -288,8 +366,33 @@ class Repository:
 
     # ------------------------------------------------------------------- reads
 
+    @contextmanager
+    def _reading(self) -> Iterator[sa.Connection]:
+        """A pooled connection for one read, with driver failures as clear errors.
+
+        Failing to connect is a ConfigurationError naming the server; failing
+        during the call (server restart, terminated backend, statement_timeout,
+        a cancel request) is ConnectionLost or QueryCancelled.  A connection the
+        failure broke is invalidated so the pool drops it quietly; pool_pre_ping
+        makes the next call reconnect.
+        """
+        url = self.engine.url.render_as_string(hide_password=False)
+        try:
+            conn = self.engine.connect()
+        except sa.exc.OperationalError as exc:
+            raise connection_error(url, exc) from exc
+        with conn:
+            try:
+                yield conn
+            except (psycopg.OperationalError, sa.exc.OperationalError) as exc:
+                if not conn.invalidated:
+                    driver = conn.connection.dbapi_connection
+                    if driver is None or driver.closed or getattr(driver, "broken", False):
+                        conn.invalidate()
+                raise operational_error(url, exc) from exc
+
     def _fetch(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             try:
                 with _driver(conn).cursor(row_factory=dict_row) as cur:
                     rows = cur.execute(sql, params).fetchall()
@@ -330,11 +433,13 @@ class Repository:
         return {row["id"]: rerank_text(row) for row in rows}
 
     def node_text(self, node_id: uuid.UUID) -> str | None:
-        with self.engine.connect() as conn:
+        node_id = _node_id(node_id)
+        with self._reading() as conn:
             return conn.execute(sa.text("SELECT hrag.node_text(:id)"), {"id": node_id}).scalar()
 
     def get_node(self, node_id: uuid.UUID) -> Node | None:
-        with self.engine.connect() as conn:
+        node_id = _node_id(node_id)
+        with self._reading() as conn:
             row = conn.execute(
                 sa.text(
                     "SELECT id, document_id, parent_id, collection, depth, position, kind, title, heading_path, "
@@ -345,7 +450,8 @@ class Repository:
         return Node(**row) if row else None
 
     def children(self, node_id: uuid.UUID) -> list[Node]:
-        with self.engine.connect() as conn:
+        node_id = _node_id(node_id)
+        with self._reading() as conn:
             rows = conn.execute(
                 sa.text(
                     "SELECT id, document_id, parent_id, collection, depth, position, kind, title, heading_path, "
@@ -368,7 +474,7 @@ class Repository:
         return {problem: int(fixed) for problem, fixed in rows}
 
     def stats(self) -> dict[str, Any]:
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             per_collection = conn.execute(
                 sa.text(
                     """

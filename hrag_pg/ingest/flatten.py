@@ -30,6 +30,13 @@ from .tree import DocumentTree, DraftNode
 #: Namespace of every hrag id (uuid5).
 HRAG_NAMESPACE = uuid.UUID("6f1c8e2a-3b7d-5c1e-9a4f-2d8b0e6a7c35")
 _SEP = "\x1f"
+#: Longest source name: (collection, source) is a btree key (at most 2,704 bytes per entry), and a
+#: collection name may take 1,024 bytes (256 characters of up to 4 bytes).
+MAX_SOURCE_BYTES = 1500
+
+
+def _shown(value: str) -> str:
+    return repr(value) if len(value) <= 60 else repr(value[:57] + "...")
 
 
 def document_id(collection: str, source: str) -> uuid.UUID:
@@ -116,6 +123,16 @@ def flatten(
     for value, what in ((collection, "collection"), (tree.source, "source")):
         if "\x00" in value:
             raise IngestError(f"the {what} name {value!r} contains a NUL byte")
+        if _SEP in value:
+            # The separator of the id and lock keys: ("a\x1fb", "c") and ("a", "b\x1fc")
+            # would otherwise get the same document id and overwrite each other.
+            raise IngestError(f"the {what} name {_shown(value)} contains the control character U+001F")
+    size = len(tree.source.encode("utf-8"))
+    if size > MAX_SOURCE_BYTES:
+        raise IngestError(
+            f"the source name {_shown(tree.source)} is {size:,} bytes in UTF-8; the limit is "
+            f"{MAX_SOURCE_BYTES:,} (it is indexed together with the collection name)"
+        )
     doc = FlatDocument(
         id=document_id(collection, tree.source),
         collection=collection,

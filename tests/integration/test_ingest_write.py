@@ -155,7 +155,7 @@ def test_work_rules_writes_one_document_and_its_whole_tree(hrag: HRAG, sql: psyc
     [result] = report.results
     assert result.status == "created"
     assert sql.execute("SELECT count(*) FROM hrag.documents").fetchone()[0] == 1
-    assert node_count(sql) == result.nodes == 27
+    assert node_count(sql) == result.nodes == 26
 
     text = hrag.repository.node_text(root_id(sql, WORK_RULES))
     assert text is not None
@@ -177,7 +177,7 @@ def test_work_rules_writes_one_document_and_its_whole_tree(hrag: HRAG, sql: psyc
         "WHERE n.child_count <> (SELECT count(*) FROM hrag.nodes c WHERE c.parent_id = n.id)"
     ).fetchone()[0] == 0
     # seq is 0..N-1; every node's [seq, subtree_end] range holds exactly its subtree.
-    assert sql.execute("SELECT min(seq), max(seq), count(DISTINCT seq) FROM hrag.nodes").fetchone() == (0, 26, 27)
+    assert sql.execute("SELECT min(seq), max(seq), count(DISTINCT seq) FROM hrag.nodes").fetchone() == (0, 25, 26)
     mismatched = sql.execute(
         """
         WITH RECURSIVE subtree(node, member) AS (
@@ -208,7 +208,7 @@ def test_reingesting_the_same_file_keeps_ids_and_embeds_nothing(
     first = hrag.ingest([WORK_RULES], stop_on_error=True).results[0]
     ids = [r[0] for r in snapshot(sql, WORK_RULES)["nodes"]]
     embedded_before = len(embedder.texts)
-    assert first.embedded == embedded_before == 17
+    assert first.embedded == embedded_before == 16
 
     again = hrag.ingest([WORK_RULES], stop_on_error=True).results[0]
     assert again.status == "unchanged"

@@ -1,0 +1,71 @@
+"""Re-ingesting an edited document rewrites only what changed.
+
+Editing a paragraph keeps the tree's shape, so only that row is updated in
+place: every other row (and its HNSW index entry) is left alone, which is
+what makes a one-paragraph edit cheap.  A structural edit (a paragraph
+added) replaces the tree instead, still atomically.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from hrag_pg.api import HRAG
+from tests.embedders import HashingEmbedder
+
+
+def _doc(paragraphs: list[str]) -> str:
+    body = "\n\n".join(paragraphs)
+    return f"# Handbook\n\n## Rules\n\n{body}\n"
+
+
+@pytest.fixture
+def paragraphs() -> list[str]:
+    return [f"Rule {i}: visitors sign the register at gate {i % 7} before entering." for i in range(50)]
+
+
+def _row_versions(conn: psycopg.Connection) -> dict[str, str]:
+    return {str(r[0]): r[1] for r in conn.execute("SELECT id, xmin::text FROM hrag.nodes")}
+
+
+def test_editing_one_paragraph_updates_only_its_row(postgresql: psycopg.Connection, db_url: str,
+                                                    tmp_path: Path, paragraphs: list[str]) -> None:
+    path = tmp_path / "handbook.md"
+    path.write_text(_doc(paragraphs), encoding="utf-8")
+    embedder = HashingEmbedder()
+    hrag = HRAG(db_url, embedder=embedder)
+    hrag.ingest([path])
+    postgresql.commit()
+    before = _row_versions(postgresql)
+
+    paragraphs[17] = "Rule 17: visitors with badges skip the register."
+    path.write_text(_doc(paragraphs), encoding="utf-8")
+    result = hrag.ingest([path]).results[0]
+    postgresql.commit()
+    after = _row_versions(postgresql)
+
+    assert result.status == "updated" and result.embedded == 1
+    assert set(after) == set(before), "same node ids: nothing deleted or inserted"
+    rewritten = [node for node in after if after[node] != before[node]]
+    assert len(rewritten) == 1
+    content = postgresql.execute("SELECT content FROM hrag.nodes WHERE id = %s", (rewritten[0],)).fetchone()[0]
+    assert content == paragraphs[17]
+
+
+def test_adding_a_paragraph_replaces_the_tree_consistently(postgresql: psycopg.Connection, db_url: str,
+                                                           tmp_path: Path, paragraphs: list[str]) -> None:
+    path = tmp_path / "handbook.md"
+    path.write_text(_doc(paragraphs), encoding="utf-8")
+    hrag = HRAG(db_url, embedder=HashingEmbedder())
+    hrag.ingest([path])
+    paragraphs.insert(3, "Rule 2b: umbrellas stay at the entrance.")
+    path.write_text(_doc(paragraphs), encoding="utf-8")
+    result = hrag.ingest([path]).results[0]
+    assert result.status == "updated" and result.embedded == 1
+    root = postgresql.execute("SELECT id FROM hrag.nodes WHERE parent_id IS NULL").fetchone()[0]
+    text = postgresql.execute("SELECT hrag.node_text(%s)", (root,)).fetchone()[0]
+    assert text.split("\n\n")[2:] == paragraphs
+    assert hrag.repository.check_integrity() == []
