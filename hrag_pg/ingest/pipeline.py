@@ -14,6 +14,7 @@ from typing import Literal
 
 from .children import QuestionGenerator, add_qa_children, extract_facts, split_paragraphs, split_sentences
 from .flatten import FlatDocument, flatten
+from .groups import group_wide_parents
 from .limits import enforce_parent_limit
 from .loaders import load_document
 from .tokens import DEFAULT_COUNTER, TokenCounter
@@ -36,6 +37,9 @@ class IngestOptions:
     max_parent_tokens: int = 3000
     window_tokens: int = 1200
     sentences_per_child: int = 3
+    #: Wrap the leaves of parents with more children than this in ~group_tokens groups (0: never).
+    group_children_over: int = 6
+    group_tokens: int = 512
     errors: Literal["strict", "replace"] = "strict"
 
     def __post_init__(self) -> None:
@@ -66,6 +70,9 @@ def refine(
         split_paragraphs(tree, max_tokens=options.max_child_tokens, overlap_tokens=options.overlap_tokens,
                          counter=counter)
     enforce_parent_limit(tree, max_parent_tokens=options.max_parent_tokens, counter=counter)
+    if options.group_children_over:
+        group_wide_parents(tree, max_children=options.group_children_over, group_tokens=options.group_tokens,
+                           counter=counter)
     if options.child == "qa" and question_generator is not None:
         add_qa_children(tree, question_generator)
     return tree

@@ -154,7 +154,9 @@ $$;
 -- goes on (looking only for new parents) until max_parents parents are found,
 -- a child scores below min_score, or the index is exhausted, because users
 -- expect k to count parents.  Each parent comes back with its full text, its
--- best child's score and the children that matched it.
+-- best child's score and the children that matched it.  A child whose
+-- parent is a "group" (see hrag_pg/ingest/groups.py) expands to the group's
+-- parent: groups exist for auto-merging, the context is the section.
 --
 -- The walk reads the index in LIMITed batches (an HNSW scan needs a LIMIT);
 -- the rare walk that needs more children repeats the scan with a 4x larger
@@ -197,7 +199,11 @@ BEGIN
         END IF;
         returned := 0;
         FOR child IN
-            SELECT c.id, c.parent_id, (1 - c.distance)::real AS score
+            -- A "group" (a run of paragraphs under a wide section) is no context of
+            -- its own: the child expands to the group's parent, the real section.
+            SELECT c.id,
+                   CASE WHEN p.kind = 'group' THEN p.parent_id ELSE c.parent_id END AS parent_id,
+                   (1 - c.distance)::real AS score
               FROM (SELECT n.id, n.parent_id, n.embedding <=> query AS distance
                       FROM hrag.nodes n
                      WHERE n.embedding IS NOT NULL
@@ -210,6 +216,7 @@ BEGIN
                                           AND (d.metadata || n.metadata) @> parent_child.filter))
                      ORDER BY n.embedding <=> query
                      LIMIT batch) AS c
+              JOIN hrag.nodes p ON p.id = c.parent_id
              ORDER BY c.distance, c.id
         LOOP
             returned := returned + 1;
@@ -290,10 +297,12 @@ BEGIN
 
     RETURN QUERY
     WITH hit AS (
-        SELECT h.id, h.score, h.ord, n.parent_id
+        -- as in parent_child, a child of a "group" expands to the group's parent
+        SELECT h.id, h.score, h.ord,
+               CASE WHEN p.kind = 'group' THEN p.parent_id ELSE p.id END AS parent_id
           FROM unnest(node_ids, scores) WITH ORDINALITY AS h(id, score, ord)
           JOIN hrag.nodes n ON n.id = h.id
-         WHERE n.parent_id IS NOT NULL
+          JOIN hrag.nodes p ON p.id = n.parent_id
     ),
     first_hit AS (
         SELECT hit.*, min(hit.ord) OVER (PARTITION BY hit.parent_id) AS first_seen

@@ -251,3 +251,42 @@ def test_unknown_and_duplicate_ids_are_handled_safely(conn: psycopg.Connection) 
 def test_bad_arguments_are_refused_with_the_argument_named(conn: psycopg.Connection, call: str, message: str) -> None:
     with pytest.raises(psycopg.Error, match=message):
         conn.execute(call, {"q": unit({0: 1.0}), "zero": np.zeros(384, dtype=np.float32)})
+
+
+def grouped_section() -> Spec:
+    return Spec("manual", kind="document", children=[
+        Spec("Backups", "Backups", kind="section", children=[
+            Spec("g1", kind="group", children=[
+                Spec("p1", "Snapshots run every six hours.", {0: 1.0}, kind="paragraph"),
+                Spec("p2", "Eight snapshots are kept.", {1: 1.0}, kind="paragraph"),
+            ]),
+            Spec("g2", kind="group", children=[
+                Spec("p3", "Restores need the snapshot label.", {2: 1.0}, kind="paragraph"),
+                Spec("p4", "Off-site copies go to object storage.", {3: 1.0}, kind="paragraph"),
+            ]),
+        ]),
+        Spec("Security", "Security", kind="section", children=[
+            Spec("p5", "TLS is on by default.", {4: 1.0}, kind="paragraph"),
+        ]),
+        Spec("Monitoring", "Monitoring", kind="section", children=[
+            Spec("p6", "Metrics are on port 7480.", {5: 1.0}, kind="paragraph"),
+        ]),
+    ])
+
+
+def test_parent_child_expands_through_a_group_to_the_section(conn: psycopg.Connection) -> None:
+    b = insert_tree(conn, grouped_section())
+    rows = conn.execute("SELECT node_id, content, matched_children FROM hrag.parent_child(%s, 2, 1)",
+                        (unit({0: 1.0, 2: 0.5}),)).fetchall()
+    assert rows[0][0] == b.ids["Backups"], "the group is skipped: the context is the whole section"
+    assert "Off-site copies" in rows[0][1]
+    assert rows[0][2] == [b.ids["p1"], b.ids["p3"]]
+    hits = conn.execute("SELECT node_id FROM hrag.parent_child_hits(%s, %s::real[], 1)",
+                        ([b.ids["p2"]], [0.9])).fetchall()
+    assert hits == [(b.ids["Backups"],)]
+
+
+def test_two_hits_in_a_group_merge_it_and_groups_merge_the_section(conn: psycopg.Connection) -> None:
+    b = insert_tree(conn, grouped_section())
+    rows = _merge(conn, [b.ids["p1"], b.ids["p2"]], [0.9, 0.8])
+    assert [r[1] for r in rows] == ["Backups"], "g1 (2/2) merges, then 1 of 2 groups merges the section"
