@@ -40,9 +40,7 @@ from .rerank import Reranker
 #: Longest question accepted; the model reads 256 tokens anyway.
 MAX_QUESTION_CHARS = 10_000
 #: Default weight of lexical term overlap in the hybrid score (see sql/0003_hybrid.sql).
-DEFAULT_LEXICAL_WEIGHT = 0.5
-#: Default floor for auto-merge hits, as a share of the best hit's score.
-DEFAULT_MERGE_RELATIVE_SCORE = 0.8
+DEFAULT_LEXICAL_WEIGHT = 0.3
 
 
 @dataclass
@@ -283,7 +281,6 @@ class AutoMergingRetriever(_Retriever):
 
     top_k: int = 12
     merge_threshold: float = 0.5
-    min_relative_score: float | None = DEFAULT_MERGE_RELATIVE_SCORE
 
     def retrieve(self, question: str) -> list[RetrievalResult]:
         search = self._search(question, self.hrag.embed_query(question))

@@ -504,6 +504,9 @@ def demo_cmd(
         console.print(Rule(f"[bold]{number}. {case.title}", align="left"))
         console.print(f"[bold]Q ({case.mode}, collection {case.collection}):[/] {case.question}", highlight=False)
         console.print(f"[dim]expected: {case.expectation}[/]", highlight=False)
+        if case.settings:
+            settings = ", ".join(f"{k}={v}" for k, v in case.settings.items())
+            console.print(f"[dim]settings: {settings} — {case.why_settings}[/]", highlight=False)
         print_results(results[:3], max_lines=max_lines)
         console.print("[bold green]✓ as expected[/]" if ok else "[bold red]✗ not as expected[/]")
         failures += not ok

@@ -21,7 +21,7 @@ def test_probation_allowances_question_returns_article_4_with_the_payment_day(hr
 
 
 def test_narrow_antivirus_question_keeps_8_1_unmerged(hrag: HRAG) -> None:
-    results = AutoMergingRetriever(hrag, collection="security").retrieve(
+    results = AutoMergingRetriever(hrag, collection="security", **demo.SMALL_JAPANESE_DOCUMENT).retrieve(
         "私物のスマートフォンにウイルス対策ソフトを入れる必要はありますか？")
     assert results[0].content.startswith("8.1")
     assert results[0].merged_from == []
@@ -29,7 +29,7 @@ def test_narrow_antivirus_question_keeps_8_1_unmerged(hrag: HRAG) -> None:
 
 
 def test_all_byod_obligations_merge_into_article_8(hrag: HRAG) -> None:
-    results = AutoMergingRetriever(hrag, collection="security").retrieve(
+    results = AutoMergingRetriever(hrag, collection="security", **demo.SMALL_JAPANESE_DOCUMENT).retrieve(
         "私物端末（BYOD）を業務で使う場合の義務をすべて教えてください")
     top = results[0]
     assert top.title == "第8条（BYOD）"
@@ -48,3 +48,11 @@ def test_reingesting_the_examples_embeds_nothing(hrag: HRAG) -> None:
     reports = demo.ingest_examples(hrag)
     assert {r.status for report in reports for r in report.results} == {"unchanged"}
     assert sum(report.embedded for report in reports) == 0
+
+
+def test_without_the_floor_top_k_12_over_a_35_item_policy_climbs_past_article_8(hrag: HRAG) -> None:
+    """Why the demo sets min_relative_score: a third of the document is hit, so merges climb."""
+    results = AutoMergingRetriever(hrag, collection="security", min_relative_score=None).retrieve(
+        "私物端末（BYOD）を業務で使う場合の義務をすべて教えてください")
+    assert results[0].title != "第8条（BYOD）"
+    assert results[0].depth < 3
