@@ -34,7 +34,9 @@ test-pg16: install  ## integration, migration and reliability tests against Post
 lint: install
 	$(BIN)/ruff check hrag_pg tests bench
 
-bench: install  ## small benchmark configuration (minutes); see bench/README.md
+bench: install  ## small benchmark against LlamaIndex and LangChain (minutes); see bench/README.md
+	bash bench/setup_peers.sh
+	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	$(BIN)/python bench/run.py --small
 
 clean:
