@@ -185,6 +185,7 @@ class Repository:
 
             stored: dict[str, np.ndarray] = {}
             old_rows: dict[uuid.UUID, tuple[Any, ...]] = {}
+            unembedded: set[uuid.UUID] = set()  # stored rows without an embedding (a repair for --force)
             if existing is not None:
                 for row in _driver(conn).execute(
                     f"SELECT id, {', '.join(_SHAPE_COLUMNS + _TEXT_COLUMNS)}, embedding "
@@ -194,6 +195,8 @@ class Repository:
                     old_rows[row[0]] = row[1:-1]
                     if row[-1] is not None:
                         stored[row[len(_SHAPE_COLUMNS) + _TEXT_COLUMNS.index("content_hash") + 1]] = row[-1]
+                    else:
+                        unembedded.add(row[0])
 
             targets = doc.search_targets
             missing = list(dict.fromkeys(n.embed_text for n in targets if n.content_hash not in stored))
@@ -218,7 +221,7 @@ class Repository:
             if old_rows and _same_shape(doc, old_rows):
                 # Same nodes in the same places: rewrite only the rows whose text changed,
                 # so unchanged children keep their rows and their HNSW entries.
-                self._update_changed(conn, doc, old_rows, stored, fresh)
+                self._update_changed(conn, doc, old_rows, stored, fresh, unembedded)
             else:
                 conn.execute(sa.text("DELETE FROM hrag.nodes WHERE document_id = :id"), {"id": doc.id})
                 self._copy_nodes(conn, doc, stored, fresh, progress, after_chunk)
@@ -232,9 +235,13 @@ class Repository:
 
     @staticmethod
     def _update_changed(conn: sa.Connection, doc: FlatDocument, old_rows: dict[uuid.UUID, tuple[Any, ...]],
-                        stored: dict[str, np.ndarray], fresh: dict[str, np.ndarray]) -> None:
+                        stored: dict[str, np.ndarray], fresh: dict[str, np.ndarray],
+                        unembedded: set[uuid.UUID]) -> None:
         shape = len(_SHAPE_COLUMNS)
-        changed = [n for n in doc.nodes if _text_values(n) != _comparable(old_rows[n.id][shape:])]
+        # A search target whose stored row lost its embedding is rewritten even if its text is
+        # unchanged: that is what `hrag ingest --force` repairs.
+        changed = [n for n in doc.nodes if _text_values(n) != _comparable(old_rows[n.id][shape:])
+                   or (n.embed_text is not None and n.id in unembedded)]
         if not changed:
             return
         assignments = ", ".join(f"{c} = %s" for c in _TEXT_COLUMNS)

@@ -24,9 +24,14 @@ COMMENT ON TABLE hrag.tenant_collections IS
     'Roles bound to collections: a bound role sees only its collections (row-level security)';
 
 -- Each role may read its own bindings (and nothing about other tenants).
+-- Roles are looked up by oid: pg_has_role() by *name* raises "role does not
+-- exist" for the binding of a dropped role, which would make every table
+-- read by every other tenant and reader fail.
 ALTER TABLE hrag.tenant_collections ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_collections_own ON hrag.tenant_collections
-    USING (pg_has_role(current_user, role_name, 'MEMBER'));
+    USING (EXISTS (SELECT 1 FROM pg_catalog.pg_roles r
+                    WHERE r.rolname = role_name
+                      AND pg_catalog.pg_has_role(current_user, r.oid, 'MEMBER')));
 GRANT SELECT ON hrag.tenant_collections TO PUBLIC;
 
 -- The collections visible to the current user, or NULL if it is no tenant.
@@ -61,6 +66,10 @@ AS $$
 BEGIN
     EXECUTE format('GRANT USAGE ON SCHEMA hrag TO %I', role_name);
     EXECUTE format('GRANT SELECT ON hrag.documents, hrag.nodes, hrag.config TO %I', role_name);
+    -- The Python API checks the schema revision before its first call.
+    IF to_regclass('hrag.alembic_version') IS NOT NULL THEN
+        EXECUTE format('GRANT SELECT ON hrag.alembic_version TO %I', role_name);
+    END IF;
     EXECUTE format('GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA hrag TO %I', role_name);
     EXECUTE format('REVOKE EXECUTE ON FUNCTION hrag.repair_integrity(), hrag.grant_reader(name), '
                    'hrag.create_tenant_role(name, text[], boolean) FROM %I', role_name);

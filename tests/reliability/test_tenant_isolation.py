@@ -1,0 +1,383 @@
+"""Tenant isolation by row-level security: tables, every function, writes and privileges.
+
+Documents are ingested into collections 'a' and 'b' by the owner; tenant
+roles are made with ``hrag.create_tenant_role`` and a reader with
+``hrag.grant_reader``; each check runs after ``SET ROLE`` on a connection of
+this test's database (and, where the Python API matters, as a login role).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+import psycopg
+import pytest
+from pgvector.psycopg import register_vector
+
+from hrag_pg import db
+from hrag_pg.api import HRAG
+from hrag_pg.ingest.markdown import parse_markdown
+from tests.embedders import HashingEmbedder
+from tests.integration.test_ingest_write import root_id
+
+A_DOC = """# Alpha handbook
+
+## Leave
+
+Alpha staff take leave after filing form A-1 with the office.
+
+Alpha staff return the laptop on the last working day.
+
+## Travel
+
+Alpha travel is booked through the travel desk two weeks ahead.
+"""
+
+B_DOC = """# Bravo secrets
+
+## Vault
+
+BRAVO-SECRET: the vault code rotates every Monday at noon.
+
+BRAVO-SECRET: only two officers may open the vault together.
+
+## Payroll
+
+BRAVO-SECRET: payroll runs on the 25th from the bravo account.
+"""
+
+#: Every hrag function a reader or tenant calls to retrieve (all must be SECURITY INVOKER).
+RETRIEVAL_FUNCTIONS = {
+    "search_leaves", "search_hybrid", "parent_child", "parent_child_hits", "auto_merge", "auto_merge_hits",
+    "node_text", "check_integrity", "lexical_terms", "visible_collections",
+}
+
+
+@dataclass
+class Corpus:
+    a_ids: set[uuid.UUID]
+    b_ids: set[uuid.UUID]
+    a_root: uuid.UUID
+    b_root: uuid.UUID
+    b_leaves: list[uuid.UUID]
+    b_vector: np.ndarray  # the stored embedding of a b leaf, read as owner
+    b_text: str
+
+
+@pytest.fixture
+def corpus(hrag: HRAG, sql: psycopg.Connection) -> Corpus:
+    hrag.ingest_tree(parse_markdown(A_DOC, "a/handbook.md"), collection="a")
+    hrag.ingest_tree(parse_markdown(B_DOC, "b/secrets.md"), collection="b")
+    ids = {c: {r[0] for r in sql.execute("SELECT id FROM hrag.nodes WHERE collection = %s", (c,))}
+           for c in ("a", "b")}
+    _leaf, vector, text = sql.execute(
+        "SELECT id, embedding, content FROM hrag.nodes WHERE collection = 'b' AND embedding IS NOT NULL "
+        "ORDER BY seq LIMIT 1").fetchone()
+    b_leaves = [r[0] for r in sql.execute(
+        "SELECT id FROM hrag.nodes WHERE collection = 'b' AND embedding IS NOT NULL ORDER BY seq")]
+    sql.execute("ANALYZE hrag.nodes")
+    return Corpus(ids["a"], ids["b"], root_id(sql, "a/handbook.md"), root_id(sql, "b/secrets.md"),
+                  b_leaves, np.asarray(vector.to_numpy()), text)
+
+
+@pytest.fixture
+def make_role(sql: psycopg.Connection) -> Iterator[Callable[..., str]]:
+    """Create roles with names unique to this run; DROP OWNED + DROP ROLE them afterwards."""
+    made: list[str] = []
+
+    def make(kind: str, collections: list[str] | None = None, *, can_write: bool = False) -> str:
+        name = f"hrag_{kind}_{uuid.uuid4().hex[:10]}"
+        made.append(name)
+        if collections is None:
+            sql.execute(f'CREATE ROLE "{name}" NOLOGIN')
+            sql.execute("SELECT hrag.grant_reader(%s)", (name,))
+        else:
+            sql.execute("SELECT hrag.create_tenant_role(%s, %s, %s)", (name, collections, can_write))
+        return name
+
+    yield make
+    for name in made:
+        sql.execute(f'DROP OWNED BY "{name}"')
+        sql.execute(f'DROP ROLE "{name}"')
+
+
+@contextmanager
+def as_role(db_url: str, role: str) -> Iterator[psycopg.Connection]:
+    """A connection of this test's database acting as ``role`` (SET ROLE); rolled back at the end."""
+    with psycopg.connect(db.libpq_url(db_url)) as conn:
+        register_vector(conn)
+        conn.execute(f'SET ROLE "{role}"')
+        try:
+            yield conn
+        finally:
+            conn.rollback()
+
+
+def login_url(db_url: str, sql: psycopg.Connection, role: str) -> str:
+    """The test database's URL for ``role``, made a login role (trust auth on the socket)."""
+    sql.execute(f'ALTER ROLE "{role}" LOGIN')
+    user = db_url.split("://", 1)[1].split("@", 1)[0]
+    return db_url.replace(f"{user}@", f"{role}@", 1)
+
+
+def refused(conn: psycopg.Connection, statement: str, params: tuple = ()) -> str:
+    """Run ``statement`` in a savepoint; it must fail for lack of privilege.  Returns the message."""
+    with pytest.raises(psycopg.errors.InsufficientPrivilege) as raised, conn.transaction():
+        conn.execute(statement, params)
+    return str(raised.value)
+
+
+def ids_of(conn: psycopg.Connection, statement: str, params: tuple = ()) -> set[uuid.UUID]:
+    return {r[0] for r in conn.execute(statement, params)}
+
+
+# ------------------------------------------------------------- 1. reading
+
+
+def test_a_tenant_sees_only_its_collection_through_tables_and_every_function(
+    corpus: Corpus, make_role: Callable[..., str], db_url: str, sql: psycopg.Connection
+) -> None:
+    tenant = make_role("tenant_a", ["a"])
+    q, text = corpus.b_vector, corpus.b_text
+    scores = [1.0] * len(corpus.b_leaves)
+    with as_role(db_url, tenant) as conn:
+        assert conn.execute("SELECT current_user").fetchone()[0] == tenant
+        assert [r[0] for r in conn.execute("SELECT DISTINCT collection FROM hrag.documents")] == ["a"]
+        assert ids_of(conn, "SELECT id FROM hrag.nodes") == corpus.a_ids
+        assert conn.execute("SELECT hrag.visible_collections()").fetchone()[0] == ["a"]
+        assert conn.execute("SELECT count(*) FROM hrag.nodes WHERE collection = 'b'").fetchone()[0] == 0
+        # The embeddings of b are not readable, not even by id.
+        assert conn.execute("SELECT embedding FROM hrag.nodes WHERE id = %s",
+                            (corpus.b_leaves[0],)).fetchall() == []
+        assert conn.execute("SELECT count(*) FROM hrag.nodes WHERE embedding = %s", (q,)).fetchone()[0] == 0
+        # Nor do planner statistics of the protected table leak values.
+        assert conn.execute(
+            "SELECT count(*) FROM pg_stats WHERE schemaname = 'hrag' AND tablename = 'nodes'").fetchone()[0] == 0
+        assert [r[0] for r in conn.execute("SELECT collection FROM hrag.tenant_collections")] == ["a"]
+
+        # Every function, with a b leaf's exact embedding as the query, with and without collection => 'b'.
+        for collection in (None, "b"):
+            leaves = ids_of(conn, "SELECT node_id FROM hrag.search_leaves(%s, 1000, %s)", (q, collection))
+            hybrid = ids_of(conn, "SELECT node_id FROM hrag.search_hybrid(%s, %s, 1000, %s, NULL, 0.5, 1000)",
+                            (q, text, collection))
+            pc = conn.execute("SELECT node_id, matched_children, content "
+                              "FROM hrag.parent_child(%s, 1000, 1000, %s)", (q, collection)).fetchall()
+            am = conn.execute("SELECT node_id, merged_from, content "
+                              "FROM hrag.auto_merge(%s, 1000, 0.5, %s)", (q, collection)).fetchall()
+            if collection == "b":
+                assert leaves == hybrid == set() and pc == [] and am == []
+            else:
+                assert leaves and leaves <= corpus.a_ids and hybrid and hybrid <= corpus.a_ids
+                assert pc and am
+            for node_id, members, content in pc + am:
+                assert node_id in corpus.a_ids and set(members) <= corpus.a_ids
+                assert "BRAVO" not in content
+        # Hits given by id: b's ids are unknown ids to a tenant of a.
+        assert conn.execute("SELECT * FROM hrag.parent_child_hits(%s, %s::real[])",
+                            (corpus.b_leaves, scores)).fetchall() == []
+        assert conn.execute("SELECT * FROM hrag.auto_merge_hits(%s, %s::real[], 0.1)",
+                            (corpus.b_leaves, scores)).fetchall() == []
+        mixed = [*corpus.b_leaves, *sorted(corpus.a_ids)]
+        assert ids_of(conn, "SELECT node_id FROM hrag.auto_merge_hits(%s, %s::real[], 1.0)",
+                      (mixed, [1.0] * len(mixed))) <= corpus.a_ids
+        assert conn.execute("SELECT hrag.node_text(%s)", (corpus.b_root,)).fetchone()[0] is None
+        assert conn.execute("SELECT hrag.node_text(%s)", (corpus.b_leaves[0],)).fetchone()[0] is None
+        assert "Alpha staff" in conn.execute("SELECT hrag.node_text(%s)", (corpus.a_root,)).fetchone()[0]
+        assert conn.execute("SELECT * FROM hrag.check_integrity()").fetchall() == []
+
+    # The Python API as a login tenant: retrieval works and stays inside 'a'.
+    instance = HRAG(login_url(db_url, sql, tenant), embedder=HashingEmbedder())
+    try:
+        for mode in (instance.parent_child, instance.auto_merge):
+            results = mode(corpus.b_text)
+            assert results and {r.node_id for r in results} <= corpus.a_ids
+            assert mode(corpus.b_text, collection="b") == []
+        assert instance.node_text(corpus.b_root) is None
+        assert instance.repository.check_integrity() == []
+    finally:
+        instance.repository.engine.dispose()
+        db._engine_for.cache_clear()
+
+
+def test_each_tenant_sees_its_own_collections_and_a_multi_collection_tenant_sees_both(
+    corpus: Corpus, make_role: Callable[..., str], db_url: str
+) -> None:
+    only_b, both = make_role("tenant_b", ["b"]), make_role("tenant_ab", ["a", "b"])
+    with as_role(db_url, only_b) as conn:
+        assert ids_of(conn, "SELECT id FROM hrag.nodes") == corpus.b_ids
+        assert ids_of(conn, "SELECT node_id FROM hrag.search_leaves(%s, 1000)", (corpus.b_vector,)) <= corpus.b_ids
+    with as_role(db_url, both) as conn:
+        assert ids_of(conn, "SELECT id FROM hrag.nodes") == corpus.a_ids | corpus.b_ids
+        assert sorted(conn.execute("SELECT hrag.visible_collections()").fetchone()[0]) == ["a", "b"]
+
+
+# ------------------------------------------------------------- 2. writing
+
+
+def _documents(sql: psycopg.Connection) -> list[tuple]:
+    return [tuple(r) for r in sql.execute(
+        "SELECT d.collection, d.source, d.content_hash, count(n.id), string_agg(n.content, '|' ORDER BY n.seq) "
+        "FROM hrag.documents d JOIN hrag.nodes n ON n.document_id = d.id GROUP BY 1, 2, 3 ORDER BY 1, 2")]
+
+
+def test_a_read_only_tenant_cannot_write_create_or_widen_its_own_access(
+    corpus: Corpus, make_role: Callable[..., str], db_url: str, sql: psycopg.Connection
+) -> None:
+    tenant = make_role("tenant_ro", ["a"])
+    before = _documents(sql)
+    b_doc = sql.execute("SELECT id FROM hrag.documents WHERE collection = 'b'").fetchone()[0]
+    with as_role(db_url, tenant) as conn:
+        for statement, params in [
+            (("INSERT INTO hrag.documents (id, collection, source, content_hash) "
+              "VALUES (gen_random_uuid(), 'a', 'new.md', 'h')"), ()),
+            ("UPDATE hrag.nodes SET content = 'changed' WHERE collection = 'a'", ()),
+            ("UPDATE hrag.documents SET title = 'changed'", ()),
+            ("DELETE FROM hrag.nodes", ()),
+            ("DELETE FROM hrag.documents WHERE id = %s", (b_doc,)),
+            ("TRUNCATE hrag.nodes", ()),
+            ("CREATE TABLE hrag.evil (x int)", ()),
+            ("CREATE FUNCTION hrag.evil() RETURNS int LANGUAGE sql AS 'SELECT 1'", ()),
+            ("CREATE VIEW hrag.all_nodes AS SELECT 1", ()),
+            ("INSERT INTO hrag.tenant_collections VALUES (current_user, 'b')", ()),
+            ("UPDATE hrag.tenant_collections SET collection = 'b'", ()),
+            ("DELETE FROM hrag.tenant_collections", ()),
+            ("SELECT hrag.create_tenant_role(current_user, ARRAY['b'])", ()),
+            ("SELECT hrag.grant_reader(current_user)", ()),
+            ("SELECT * FROM hrag.repair_integrity()", ()),
+            ("ALTER TABLE hrag.nodes DISABLE ROW LEVEL SECURITY", ()),
+        ]:
+            message = refused(conn, statement, params)
+            assert "permission denied" in message or "must be owner" in message, (statement, message)
+        # Still only its own collection after all those attempts.
+        assert conn.execute("SELECT hrag.visible_collections()").fetchone()[0] == ["a"]
+    assert _documents(sql) == before
+
+
+def test_a_writing_tenant_cannot_write_into_another_collection(
+    corpus: Corpus, make_role: Callable[..., str], db_url: str, sql: psycopg.Connection, hrag: HRAG
+) -> None:
+    tenant = make_role("tenant_rw", ["a"], can_write=True)
+    b_doc = sql.execute("SELECT id FROM hrag.documents WHERE collection = 'b'").fetchone()[0]
+    b_before = [d for d in _documents(sql) if d[0] == "b"]
+    with as_role(db_url, tenant) as conn:
+        for statement, params in [
+            (("INSERT INTO hrag.documents (id, collection, source, content_hash) "
+              "VALUES (gen_random_uuid(), 'b', 'planted.md', 'h')"), ()),
+            (("INSERT INTO hrag.nodes (id, document_id, collection, depth, position, kind, seq, subtree_end, "
+              "content_hash, content) VALUES (gen_random_uuid(), %s, 'b', 0, 0, 'document', 99, 99, 'h', 'x')"),
+             (b_doc,)),
+            ("UPDATE hrag.documents SET collection = 'b' WHERE collection = 'a'", ()),
+            ("UPDATE hrag.nodes SET collection = 'b' WHERE collection = 'a'", ()),
+        ]:
+            message = refused(conn, statement, params)
+            assert "row-level security policy" in message, (statement, message)
+        # b's rows are invisible, so updates and deletes of them touch nothing.
+        with conn.transaction():
+            assert conn.execute("UPDATE hrag.nodes SET content = 'pwned' WHERE collection = 'b'").rowcount == 0
+            assert conn.execute("DELETE FROM hrag.nodes WHERE document_id = %s", (b_doc,)).rowcount == 0
+            assert conn.execute("DELETE FROM hrag.documents").rowcount == 1  # its own document only
+        conn.commit()
+
+    assert [d for d in _documents(sql) if d[0] == "b"] == b_before
+    assert sql.execute("SELECT count(*) FROM hrag.documents WHERE collection = 'a'").fetchone()[0] == 0
+
+    # Through the Python API: ingesting into its own collection works, into 'b' is refused.
+    instance = HRAG(login_url(db_url, sql, tenant), embedder=HashingEmbedder())
+    try:
+        assert instance.ingest_tree(parse_markdown(A_DOC, "a/again.md"), collection="a").status == "created"
+        with pytest.raises(Exception, match="row-level security policy"):
+            instance.ingest_tree(parse_markdown("# Planted\n\nBRAVO-SECRET overwritten.\n", "b/secrets.md"),
+                                 collection="b")
+    finally:
+        instance.repository.engine.dispose()
+        db._engine_for.cache_clear()
+    assert [d for d in _documents(sql) if d[0] == "b"] == b_before
+
+
+# ------------------------------------------------------------- 3. reader role
+
+
+def test_grant_reader_makes_a_read_only_role_that_sees_every_collection(
+    corpus: Corpus, make_role: Callable[..., str], db_url: str, sql: psycopg.Connection
+) -> None:
+    reader = make_role("reader")
+    q, scores = corpus.b_vector, [1.0] * len(corpus.b_leaves)
+    before = _documents(sql)
+    with as_role(db_url, reader) as conn:
+        assert conn.execute("SELECT hrag.visible_collections()").fetchone()[0] is None  # not a tenant
+        assert ids_of(conn, "SELECT id FROM hrag.nodes") == corpus.a_ids | corpus.b_ids
+        # Every retrieval function runs and finds b's leaf by its own embedding.
+        assert corpus.b_leaves[0] in ids_of(conn, "SELECT node_id FROM hrag.search_leaves(%s, 5)", (q,))
+        assert corpus.b_leaves[0] in ids_of(
+            conn, "SELECT node_id FROM hrag.search_hybrid(%s, %s, 5)", (q, corpus.b_text))
+        assert conn.execute("SELECT count(*) FROM hrag.parent_child(%s, 5, 2)", (q,)).fetchone()[0] >= 1
+        assert conn.execute("SELECT count(*) FROM hrag.auto_merge(%s, 5)", (q,)).fetchone()[0] >= 1
+        assert conn.execute("SELECT count(*) FROM hrag.parent_child_hits(%s, %s::real[])",
+                            (corpus.b_leaves, scores)).fetchone()[0] >= 1
+        assert conn.execute("SELECT count(*) FROM hrag.auto_merge_hits(%s, %s::real[])",
+                            (corpus.b_leaves, scores)).fetchone()[0] >= 1
+        assert "BRAVO-SECRET" in conn.execute("SELECT hrag.node_text(%s)", (corpus.b_root,)).fetchone()[0]
+        assert conn.execute("SELECT * FROM hrag.check_integrity()").fetchall() == []
+        assert conn.execute("SELECT hrag.lexical_terms('vault code')").fetchone()[0]
+        for statement in (
+            ("INSERT INTO hrag.documents (id, collection, source, content_hash) "
+             "VALUES (gen_random_uuid(), 'a', 'x.md', 'h')"),
+            "UPDATE hrag.nodes SET content = 'x'",
+            "DELETE FROM hrag.documents",
+            "SELECT * FROM hrag.repair_integrity()",
+            "SELECT hrag.create_tenant_role(current_user, ARRAY['a'])",
+            "SELECT hrag.grant_reader(current_user)",
+            "CREATE TABLE hrag.evil (x int)",
+            "INSERT INTO hrag.tenant_collections VALUES (current_user, 'a')",
+        ):
+            assert "permission denied" in refused(conn, statement), statement
+    assert _documents(sql) == before
+
+    # The Python API as the reader (it checks the schema revision first).
+    instance = HRAG(login_url(db_url, sql, reader), embedder=HashingEmbedder())
+    try:
+        results = instance.parent_child(corpus.b_text)
+        assert any("BRAVO-SECRET" in r.content for r in results)
+        assert instance.auto_merge(corpus.b_text, collection="b")
+        assert instance.repository.stats()["collections"]
+    finally:
+        instance.repository.engine.dispose()
+        db._engine_for.cache_clear()
+
+
+def test_every_hrag_function_runs_with_the_callers_rights(sql: psycopg.Connection) -> None:
+    """SECURITY INVOKER everywhere: row-level security applies inside the functions."""
+    rows = sql.execute(
+        "SELECT p.proname, p.prosecdef FROM pg_proc p WHERE p.pronamespace = 'hrag'::regnamespace"
+    ).fetchall()
+    names = {name for name, _ in rows}
+    assert RETRIEVAL_FUNCTIONS <= names
+    assert [name for name, definer in rows if definer] == []
+
+
+def test_dropping_one_tenant_role_leaves_the_other_roles_working(
+    corpus: Corpus, make_role: Callable[..., str], db_url: str, sql: psycopg.Connection
+) -> None:
+    """Regression: the binding of a dropped role made every other tenant's and reader's reads fail.
+
+    ``hrag.tenant_collections`` keeps the (role name, collection) rows of a
+    dropped role; its policy called ``pg_has_role(current_user, role_name,
+    'MEMBER')``, which raises "role ... does not exist" for them, so every
+    query of every non-owner role on documents/nodes failed.
+    """
+    tenant, reader = make_role("tenant_a", ["a"]), make_role("reader")
+    doomed = f"hrag_tenant_gone_{uuid.uuid4().hex[:10]}"
+    sql.execute("SELECT hrag.create_tenant_role(%s, ARRAY['b'])", (doomed,))
+    sql.execute(f'DROP OWNED BY "{doomed}"')
+    sql.execute(f'DROP ROLE "{doomed}"')
+    assert sql.execute("SELECT count(*) FROM hrag.tenant_collections WHERE role_name = %s",
+                       (doomed,)).fetchone()[0] == 1  # the binding outlives the role
+    with as_role(db_url, tenant) as conn:
+        assert ids_of(conn, "SELECT id FROM hrag.nodes") == corpus.a_ids
+        assert ids_of(conn, "SELECT node_id FROM hrag.search_leaves(%s, 50)", (corpus.b_vector,)) <= corpus.a_ids
+    with as_role(db_url, reader) as conn:
+        assert ids_of(conn, "SELECT id FROM hrag.nodes") == corpus.a_ids | corpus.b_ids
