@@ -14,6 +14,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, quote, unquote, urlparse
@@ -73,7 +75,9 @@ def hrag_pg_proc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NoopExecu
     if external:
         proc = _executor_from_url(external)
     else:
-        base = tmp_path_factory.mktemp("hrag-pg")
+        # Not under pytest's tmp dir: another pytest session on the machine makes
+        # that private, and the server's unprivileged OS user would lose its data.
+        base = Path(tempfile.mkdtemp(prefix="hrag-test-pg-"))
         server = embedded.start(base)
         assert server.socket_dir is not None
         proc = NoopExecutor(
@@ -92,6 +96,7 @@ def hrag_pg_proc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NoopExecu
         drop_database(proc, TEMPLATE_DB)
         if base is not None:
             embedded.stop(base)
+            shutil.rmtree(base, ignore_errors=True)
 
 
 #: A psycopg connection to a fresh database cloned from the migrated template.

@@ -92,9 +92,16 @@ COMMENT ON COLUMN hrag.nodes.child_count IS
 
 -- Parent lookups and sibling order.
 CREATE INDEX nodes_parent_idx ON hrag.nodes (parent_id, position);
+-- Search targets of one collection: the exact-scan fallback of search_leaves.
+CREATE INDEX nodes_collection_idx ON hrag.nodes (collection) WHERE embedding IS NOT NULL;
 -- Metadata containment filters.
 CREATE INDEX nodes_metadata_idx ON hrag.nodes USING gin (metadata jsonb_path_ops);
 CREATE INDEX documents_metadata_idx ON hrag.documents USING gin (metadata jsonb_path_ops);
+-- Re-ingestion deletes and re-inserts rows; vacuum early so the HNSW graph
+-- does not accumulate dead copies of re-inserted vectors (pgvector loses
+-- recall on them until VACUUM).
+ALTER TABLE hrag.nodes SET (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 500);
+
 -- The ANN step: cosine distance over embedded nodes.
 CREATE INDEX nodes_embedding_hnsw_idx ON hrag.nodes
     USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64);

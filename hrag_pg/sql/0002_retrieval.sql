@@ -120,6 +120,11 @@ LANGUAGE plpgsql STABLE
 SET hnsw.iterative_scan = 'relaxed_order'
 AS $$
 #variable_conflict use_column
+DECLARE
+    ids     uuid[];
+    parents uuid[];
+    docs    uuid[];
+    sims    real[];
 BEGIN
     PERFORM hrag._check_query(query, filter);
     PERFORM hrag._check_count(k, 'k');
@@ -127,8 +132,11 @@ BEGIN
         PERFORM set_config('hnsw.ef_search', k::text, true);
     END IF;
 
-    RETURN QUERY
-    SELECT hit.id, hit.parent_id, hit.document_id, (1 - hit.distance)::real
+    SELECT array_agg(hit.id ORDER BY hit.distance, hit.id),
+           array_agg(hit.parent_id ORDER BY hit.distance, hit.id),
+           array_agg(hit.document_id ORDER BY hit.distance, hit.id),
+           array_agg((1 - hit.distance)::real ORDER BY hit.distance, hit.id)
+      INTO ids, parents, docs, sims
       FROM (SELECT n.id, n.parent_id, n.document_id, n.embedding <=> query AS distance
               FROM hrag.nodes n
              WHERE n.embedding IS NOT NULL
@@ -139,6 +147,31 @@ BEGIN
                                 WHERE d.id = n.document_id
                                   AND (d.metadata || n.metadata) @> search_leaves.filter))
              ORDER BY n.embedding <=> query
+             LIMIT k) AS hit;
+
+    IF coalesce(cardinality(ids), 0) >= k THEN
+        RETURN QUERY SELECT * FROM unnest(ids, parents, docs, sims);
+        RETURN;
+    END IF;
+
+    -- Fewer than k: either fewer than k nodes match (a small collection, a
+    -- selective filter), or the HNSW graph is temporarily missing live rows —
+    -- pgvector 0.8 loses reachability when a vector is deleted and inserted
+    -- again many times before VACUUM (re-ingesting flip-flopping versions).
+    -- An exact scan settles it (`+ 0` keeps it off the index); the
+    -- collection index keeps it cheap for small collections.
+    RETURN QUERY
+    SELECT hit.id, hit.parent_id, hit.document_id, (1 - hit.distance)::real
+      FROM (SELECT n.id, n.parent_id, n.document_id, (n.embedding <=> query) + 0 AS distance
+              FROM hrag.nodes n
+             WHERE n.embedding IS NOT NULL
+               AND (search_leaves.collection IS NULL OR n.collection = search_leaves.collection)
+               AND (search_leaves.filter IS NULL
+                    OR n.metadata @> search_leaves.filter
+                    OR EXISTS (SELECT 1 FROM hrag.documents d
+                                WHERE d.id = n.document_id
+                                  AND (d.metadata || n.metadata) @> search_leaves.filter))
+             ORDER BY 4, 1
              LIMIT k) AS hit
      ORDER BY hit.distance, hit.id;
 END
