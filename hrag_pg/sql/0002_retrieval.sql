@@ -47,7 +47,7 @@ END
 $$;
 
 CREATE FUNCTION hrag._check_hits(node_ids uuid[], scores real[])
-RETURNS void
+RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
 BEGIN
@@ -64,11 +64,12 @@ BEGIN
         RAISE EXCEPTION 'hrag: arguments "node_ids" and "scores" must not contain NULL'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
+    RETURN true;
 END
 $$;
 
 CREATE FUNCTION hrag._check_threshold(merge_threshold real)
-RETURNS void
+RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
 BEGIN
@@ -76,6 +77,7 @@ BEGIN
         RAISE EXCEPTION 'hrag: argument "merge_threshold" must be in (0, 1], got %', coalesce(merge_threshold::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    RETURN true;
 END
 $$;
 
@@ -389,13 +391,10 @@ RETURNS TABLE (node_id uuid, document_id uuid, depth integer, title text, headin
 LANGUAGE sql STABLE
 AS $$
     WITH RECURSIVE
-    checked AS MATERIALIZED (
-        SELECT hrag._check_hits(node_ids, scores), hrag._check_threshold(merge_threshold)
-    ),
     -- A duplicate id keeps its best score; unknown ids drop out at the first join.
     hit AS (
         SELECT h.id, max(h.score) AS score
-          FROM checked, unnest(node_ids, scores) AS h(id, score)
+          FROM unnest(node_ids, scores) AS h(id, score)
          GROUP BY h.id
     ),
     -- Every hit's path to its root, by primary key: the only nodes the merge can touch.
@@ -469,6 +468,9 @@ AS $$
                           WHERE d.document_id = n.document_id
                             AND d.seq BETWEEN n.seq AND n.subtree_end
                             AND d.content <> '') AS full_text ON true
+     -- The argument checks: a constant qual of the top query, evaluated once
+     -- before any row (a CTE the plan never reads from would never run them).
+     WHERE hrag._check_hits(node_ids, scores) AND hrag._check_threshold(merge_threshold)
      ORDER BY r.score DESC, n.depth, n.id
 $$;
 
