@@ -233,7 +233,7 @@ class _Retriever:
     collection: str | None = None
     filter: dict[str, Any] | None = None
     lexical_weight: float = DEFAULT_LEXICAL_WEIGHT
-    candidates: int = 100
+    candidates: int | None = None
     min_relative_score: float | None = None
     reranker: Reranker | None = None
     rerank_candidates: int = 50

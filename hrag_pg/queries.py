@@ -143,8 +143,15 @@ class Search:
     collection: str | None = None
     filter: dict[str, Any] | None = None
     lexical_weight: float = 0.0
-    candidates: int = 100
+    #: Vector candidates rescored by the hybrid score (None: 3 × k, at least 30).
+    candidates: int | None = None
     min_relative_score: float | None = None
+
+    def candidate_count(self, k: int) -> int:
+        """How many vector candidates the hybrid score rescores (as hrag.search_hybrid defaults)."""
+        if self.candidates is None:
+            return max(3 * k, k, 30)
+        return max(self.candidates, k)
 
     @property
     def hybrid(self) -> bool:
@@ -159,7 +166,7 @@ class Search:
         return {
             "q": _np.asarray(self.query, dtype=_np.float32), "qt": self.text, "k": k, "c": self.collection,
             "f": None if self.filter is None else _json.dumps(self.filter, ensure_ascii=False),
-            "w": self.lexical_weight, "n": max(self.candidates, k), "r": self.min_relative_score,
+            "w": self.lexical_weight, "n": self.candidate_count(k), "r": self.min_relative_score,
         }
 
 

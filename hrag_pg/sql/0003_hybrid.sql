@@ -46,9 +46,26 @@ AS $$
 $$;
 
 -- ---------------------------------------------------------------------------
+-- Each search target's terms, computed once when the row is written (a
+-- stored generated column), so a hybrid search only intersects arrays.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION hrag.node_lexical_terms(heading_path text[], content text, metadata jsonb)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT hrag.lexical_terms(array_to_string(heading_path, ' ') || ' '
+                              || coalesce(metadata->>'question', content))
+$$;
+
+ALTER TABLE hrag.nodes
+    ADD COLUMN lexical_terms text[]
+    GENERATED ALWAYS AS (CASE WHEN embedding IS NOT NULL
+                              THEN hrag.node_lexical_terms(heading_path, content, metadata) END) STORED;
+
+-- ---------------------------------------------------------------------------
 -- hrag.search_hybrid: the ANN step rescored by lexical overlap.
 --
--- Takes the `candidates` nearest embedded nodes (filters applied inside the
+-- Takes the `candidates` (default 3k, at least 30) nearest embedded nodes (filters applied inside the
 -- index scan, as in search_leaves), scores each as
 --     (1 - lexical_weight) * cosine + lexical_weight * lexical coverage
 -- of query_text's terms in the node's heading path and text (the question
@@ -63,7 +80,7 @@ CREATE FUNCTION hrag.search_hybrid(
     collection         text    DEFAULT NULL,
     filter             jsonb   DEFAULT NULL,
     lexical_weight     real    DEFAULT 0.3,
-    candidates         integer DEFAULT 100,
+    candidates         integer DEFAULT NULL,
     min_relative_score real    DEFAULT NULL
 )
 RETURNS TABLE (node_id uuid, parent_id uuid, document_id uuid, score real,
@@ -75,7 +92,12 @@ DECLARE
     terms text[];
 BEGIN
     PERFORM hrag._check_count(k, 'k');
-    PERFORM hrag._check_count(candidates, 'candidates');
+    IF candidates IS NOT NULL THEN
+        PERFORM hrag._check_count(candidates, 'candidates');
+    END IF;
+    -- The ANN step dominates the cost (100 candidates cost 7x what 12 do), so
+    -- by default rescore 3k, at least 30: enough for the IDF weights to mean something.
+    candidates := greatest(coalesce(candidates, 3 * k), k, 30);
     IF lexical_weight IS NULL OR lexical_weight < 0 OR lexical_weight > 1 OR lexical_weight = 'NaN' THEN
         RAISE EXCEPTION 'hrag: argument "lexical_weight" must be in [0, 1], got %', coalesce(lexical_weight::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
@@ -89,9 +111,8 @@ BEGIN
     RETURN QUERY
     WITH candidate AS (
         SELECT s.node_id, s.parent_id, s.document_id, s.score AS vector_score,
-               hrag.lexical_terms(array_to_string(n.heading_path, ' ') || ' '
-                                  || coalesce(n.metadata->>'question', n.content)) AS doc_terms
-          FROM hrag.search_leaves(query, greatest(candidates, k), collection, filter) AS s
+               coalesce(n.lexical_terms, '{}') AS doc_terms
+          FROM hrag.search_leaves(query, candidates, collection, filter) AS s
           JOIN hrag.nodes n ON n.id = s.node_id
     ),
     -- smoothed inverse document frequency of each question term among the candidates
