@@ -302,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         "versions": versions("llama-index-core", "llama-index-embeddings-huggingface", "langchain",
                              "langchain-classic", "langchain-core", "langchain-text-splitters",
                              "langchain-huggingface", "sentence-transformers", "torch"),
-        "python": platform.python_version(),
+        "python": platform.python_version(), "load_average_1min": os.getloadavg()[0],
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(payload), encoding="utf-8")

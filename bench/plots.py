@@ -25,38 +25,41 @@ BUDGETS = ("2000", "4000")
 
 
 def short(name: str) -> str:
-    return (name.replace("hrag-pg ", "hrag ").replace(" (default: hybrid 0.5, floor 0.8)", " default")
-            .replace(" (default: hybrid 0.5)", " default").replace(" (pure vector)", " vector")
-            .replace("LlamaIndex AutoMergingRetriever", "LlamaIndex AutoMerging")
-            .replace("LangChain ParentDocumentRetriever", "LangChain ParentDoc")
-            .replace(" (hrag search_leaves, floor)", ""))
+    for old, new in (("hrag-pg ", "hrag "), ("LlamaIndex AutoMergingRetriever", "LlamaIndex AutoMerging"),
+                     ("LangChain ParentDocumentRetriever", "LangChain ParentDoc"),
+                     (" (hrag search_leaves, floor)", ""), ("threshold ", "thr "), (" children", " ch"),
+                     (" parents", " par"), ("pure vector, ", ""), ("vector: ", "vector: "), (", no floor", "")):
+        name = name.replace(old, new)
+    return name
 
 
 def quality(report: dict, out: Path) -> None:
     systems = report["systems"]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5.6), sharey=True)
     width = 0.8 / len(systems)
+    colors = plt.get_cmap("tab20").colors
     for ax, kind in zip(axes, ("narrow", "broad")):
         for i, s in enumerate(systems):
             values = [s["summary"][kind]["budget_recall"][b] for b in BUDGETS] + [s["summary"][kind]["recall"]]
             xs = [j + i * width for j in range(len(values))]
-            ax.bar(xs, values, width, label=short(s["system"]))
+            ax.bar(xs, values, width, label=short(s["system"]) if kind == "narrow" else None,
+                   color=colors[i % len(colors)])
         ax.set_xticks([j + width * (len(systems) - 1) / 2 for j in range(3)],
                       ["@2,000 tokens", "@4,000 tokens", "whole context"])
         ax.set_title(f"{kind} questions: snippet recall")
         ax.set_ylim(0, 1)
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("recall")
-    axes[1].legend(fontsize=7, loc="upper left")
+    fig.legend(fontsize=7, loc="lower center", ncol=3, frameon=False)
     fig.suptitle(f"Quality ({report['config']['files']} files, {report['config']['questions']} questions)")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.18, 1, 1))
     fig.savefig(out, dpi=110)
     plt.close(fig)
 
 
 def latency(report: dict, out: Path) -> None:
     systems = report["systems"]
-    fig, ax = plt.subplots(figsize=(10, 4.5))
+    fig, ax = plt.subplots(figsize=(11, 5))
     names = [short(s["system"]) for s in systems]
     p50 = [s["retrieval_ms"]["p50"] for s in systems]
     p95 = [s["retrieval_ms"]["p95"] for s in systems]
@@ -77,9 +80,11 @@ def scale(report: dict, out: Path) -> None:
     sizes = report["sizes"]
     leaves = [s["leaves"] for s in sizes]
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    for label in sizes[0]["latency_ms"]:
-        ax.plot(leaves, [s["latency_ms"][label]["p50"] for s in sizes], marker="o", label=f"{label} p50")
-        ax.plot(leaves, [s["latency_ms"][label]["p95"] for s in sizes], marker="x", linestyle="--",
+    for i, label in enumerate(sizes[0]["latency_ms"]):
+        color = f"C{i}"
+        ax.plot(leaves, [s["latency_ms"][label]["p50"] for s in sizes], marker="o", color=color,
+                label=f"{label} p50")
+        ax.plot(leaves, [s["latency_ms"][label]["p95"] for s in sizes], marker="x", linestyle="--", color=color,
                 label=f"{label} p95")
     ax.set_xscale("log")
     ax.set_yscale("log")

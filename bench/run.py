@@ -113,12 +113,38 @@ class TimedEmbedder:
 # --------------------------------------------------------------------------- hrag configurations
 
 
-#: name -> (mode, retriever settings)
-HRAG_CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
-    "hrag-pg auto-merge (default: hybrid 0.5, floor 0.8)": ("auto-merge", {}),
-    "hrag-pg auto-merge (pure vector)": ("auto-merge", {"lexical_weight": 0.0, "min_relative_score": None}),
-    "hrag-pg parent-child (default: hybrid 0.5)": ("parent-child", {}),
-    "hrag-pg parent-child (pure vector)": ("parent-child", {"lexical_weight": 0.0, "min_relative_score": None}),
+def _defaults(mode: str) -> dict[str, Any]:
+    from dataclasses import fields
+
+    from hrag_pg.api import AutoMergingRetriever, ParentChildRetriever
+
+    cls = ParentChildRetriever if mode == "parent-child" else AutoMergingRetriever
+    return {f.name: f.default for f in fields(cls) if f.name in (
+        "lexical_weight", "min_relative_score", "top_k", "merge_threshold", "top_k_children", "max_parents")}
+
+
+def _label(mode: str, settings: dict[str, Any], note: str) -> str:
+    """A label that states the settings actually used (defaults included), not what they were once."""
+    full = {**_defaults(mode), **settings}
+    parts = [f"hybrid {full['lexical_weight']:g}" if full["lexical_weight"] else "pure vector"]
+    if mode == "auto-merge":
+        parts += [f"top_k {full['top_k']}", f"threshold {full['merge_threshold']:g}",
+                  f"floor {full['min_relative_score']:g}" if full["min_relative_score"] else "no floor"]
+    else:
+        parts += [f"{full['top_k_children']} children", f"{full['max_parents']} parents"]
+    return f"hrag-pg {mode} ({note}: {', '.join(parts)})"
+
+
+#: key -> (mode, retriever settings, note).  "defaults" use the retriever's current defaults.
+HRAG_CONFIGS: dict[str, tuple[str, dict[str, Any], str]] = {
+    "am_default": ("auto-merge", {}, "defaults"),
+    "am_vector": ("auto-merge", {"lexical_weight": 0.0, "min_relative_score": None}, "vector"),
+    "pc_default": ("parent-child", {}, "defaults"),
+    "pc_vector": ("parent-child", {"lexical_weight": 0.0, "min_relative_score": None}, "vector"),
+    # the effect of the score floor and of a larger top_k / lower threshold (see bench/sweep.py)
+    "am_floor": ("auto-merge", {"lexical_weight": 0.5, "min_relative_score": 0.8}, "variant"),
+    "am_top20": ("auto-merge", {"top_k": 20}, "variant"),
+    "am_thr03": ("auto-merge", {"merge_threshold": 0.3}, "variant"),
 }
 FLAT_NAME = f"flat top-{FLAT_K} leaves (hrag search_leaves, floor)"
 
@@ -220,6 +246,16 @@ def reingest_hrag(hrag: HRAG, embedder: TimedEmbedder, source: Path, work: Path)
     unchanged_s, unchanged, _ = ingest_once()
     copy.write_text(edited, encoding="utf-8")
     edit_s, edit, edit_embed_s = ingest_once()
+    # where the edit's time goes: parsing + token counting (prepare_file) is re-run alone to time it
+    from hrag_pg.ingest.pipeline import IngestOptions, prepare_file
+
+    t0 = time.perf_counter()
+    prepare_file(copy, IngestOptions(), collection=EDIT_COLLECTION, model_name=embedder.model_name,
+                 counter=embedder.token_counter)
+    prepare_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    embedder.embed([paragraph])
+    one_embed_s = time.perf_counter() - t0
     full_s = min(run[0] for run in full_runs)
     return {
         "file": source.name, "edited_paragraph_chars": len(paragraph),
@@ -227,7 +263,9 @@ def reingest_hrag(hrag: HRAG, embedder: TimedEmbedder, source: Path, work: Path)
         "full_embed_seconds": min(run[2] for run in full_runs), "nodes": full_runs[0][1].nodes,
         "unchanged_seconds": unchanged_s, "unchanged_status": unchanged.status,
         "edit_seconds": edit_s, "edit_texts_embedded": edit.embedded, "edit_reused": edit.reused,
-        "edit_status": edit.status, "edit_embed_seconds": edit_embed_s,
+        "edit_status": edit.status, "edit_embed_seconds": edit_embed_s, "prepare_seconds": prepare_s,
+        "one_text_embed_seconds_warm": one_embed_s,
+        "write_seconds_estimate": max(edit_s - prepare_s - edit_embed_s, 0.0),
         "speedup_vs_full_file": full_s / edit_s,
     }
 
@@ -283,11 +321,13 @@ def quality_table(systems: list[dict[str, Any]]) -> list[str]:
 
 
 def latency_table(systems: list[dict[str, Any]]) -> list[str]:
-    out = ["| system | retrieval-only p50 ms | retrieval-only p95 ms | end-to-end p50 ms | end-to-end p95 ms |",
-           "|---|---:|---:|---:|---:|"]
+    out = [("| system | retrieval-only p50 ms | retrieval-only p95 ms | end-to-end p50 ms | end-to-end p95 ms "
+           "| load average |"), "|---|---:|---:|---:|---:|---:|"]
     for s in systems:
         r, e = s["retrieval_ms"], s["e2e_ms"]
-        out.append(f"| {s['system']} | {fmt(r['p50'])} | {fmt(r['p95'])} | {fmt(e['p50'])} | {fmt(e['p95'])} |")
+        when = f" (measured {s['measured_at']})" if s.get("measured_at") else ""
+        out.append(f"| {s['system']}{when} | {fmt(r['p50'])} | {fmt(r['p95'])} | {fmt(e['p50'])} "
+                   f"| {fmt(e['p95'])} | {fmt(s.get('load_average_1min'), 1)} |")
     return out
 
 
@@ -296,12 +336,9 @@ def goal(met: bool | None) -> str:
 
 
 def goals(report: dict[str, Any]) -> list[str]:
-    by = {s["system"]: s for s in report["systems"]}
-    am = by.get("hrag-pg auto-merge (default: hybrid 0.5, floor 0.8)")
-    pc = by.get("hrag-pg parent-child (default: hybrid 0.5)")
-    li = next((s for s in report["systems"] if s["system"].startswith("LlamaIndex")), None)
-    lc = next((s for s in report["systems"] if s["system"].startswith("LangChain")), None)
-    flat = by.get(FLAT_NAME)
+    by = {s.get("key", s["system"]): s for s in report["systems"]}
+    am, pc, li, lc, flat = by.get("am_default"), by.get("pc_default"), by.get("llamaindex"), by.get("langchain"), \
+        by.get("flat")
     rows = ["| goal | measured | status |", "|---|---|---|"]
 
     def ret(s: dict[str, Any] | None, p: str = "p50") -> float | None:
@@ -315,7 +352,15 @@ def goals(report: dict[str, Any]) -> list[str]:
         rows.append(f"| retrieval-only ≥ 50× faster than LangChain ParentDocument (parent-child, p50) "
                     f"| {fmt(ret(lc))} ms ÷ {fmt(ret(pc))} ms = {ret(lc) / ret(pc):,.1f}× "
                     f"| {goal(ret(lc) / ret(pc) >= 50)} |")
-    pv = by.get("hrag-pg auto-merge (pure vector)")
+    pv, pcv = by.get("am_vector"), by.get("pc_vector")
+    if pv and li:
+        rows.append(f"| … the same with the pure-vector SQL path (auto-merge) "
+                    f"| {fmt(ret(li))} ms ÷ {fmt(ret(pv))} ms = {ret(li) / ret(pv):,.1f}× "
+                    f"| {goal(ret(li) / ret(pv) >= 50)} |")
+    if pcv and lc:
+        rows.append(f"| … the same with the pure-vector SQL path (parent-child) "
+                    f"| {fmt(ret(lc))} ms ÷ {fmt(ret(pcv))} ms = {ret(lc) / ret(pcv):,.1f}× "
+                    f"| {goal(ret(lc) / ret(pcv) >= 50)} |")
     if pv and flat:
         ratio = ret(pv) / ret(flat)
         rows.append(f"| auto_merge within 1.3× of search_leaves (corpus, pure vector, p50; the flat row also "
@@ -340,7 +385,7 @@ def goals(report: dict[str, Any]) -> list[str]:
             continue
         pn = peer["summary"]["narrow"]["budget_recall"][str(budget)]
         pb = peer["summary"]["broad"]["budget_recall"][str(budget)]
-        for s in (am, pc, pv, by.get("hrag-pg parent-child (pure vector)")):
+        for s in (by.get(k) for k in HRAG_CONFIGS):
             if not s:
                 continue
             hn = s["summary"]["narrow"]["budget_recall"][str(budget)]
@@ -374,7 +419,7 @@ def markdown(report: dict[str, Any]) -> str:
            f"{cfg['questions']} questions ({cfg['narrow']} narrow, {cfg['broad']} broad) from "
            f"`{cfg['questions_file']}`. Machine: {cfg['machine']}. Model: all-MiniLM-L6-v2 (bundled), "
            "tokens counted with its tokenizer. Every number below was measured in this run."), "",
-           *(["Left out for every system because hrag-pg's Markdown reader fails on them: "
+           *(["Left out for every system: "
               + ", ".join(f"{n} ({e})" for n, e in cfg["excluded"]), ""] if cfg.get("excluded") else []),
            "## Goals", "", *goals(report), "",
            "## Quality", "",
@@ -427,15 +472,20 @@ def markdown(report: dict[str, Any]) -> str:
                 out.append(f"| {r['system']} | {r['file']} | {r['seconds']:.2f} ({r['texts_embedded']}) "
                            f"| {r['seconds']:.2f} ({r['texts_embedded']}) | 1.0× (no incremental update) |")
         h = re_.get("hrag-pg")
-        if h:
+        if h and "prepare_seconds" in h:
             out += ["", (f"hrag-pg: an unchanged file is skipped in {h['unchanged_seconds']:.2f} s "
                     f"(status {h['unchanged_status']}); after the edit {h['edit_reused']} children kept their "
-                    f"embeddings and {h['edit_embed_seconds']:.2f} s of {h['edit_seconds']:.2f} s was "
-                    "embedding (the rest: parsing and token counting, reading stored embeddings, deleting and "
-                    f"COPYing the file's {h['nodes']} nodes with HNSW maintenance).")]
+                    f"embeddings. Of the edit's {h['edit_seconds']:.2f} s: embedding the changed child "
+                    f"{h['edit_embed_seconds']:.2f} s (a warm single embedding takes "
+                    f"{h['one_text_embed_seconds_warm']:.3f} s), parsing and token counting the file "
+                    f"{h['prepare_seconds']:.2f} s, and the rest, about {h['write_seconds_estimate']:.2f} s, "
+                    f"is the write: reading the stored embeddings, deleting and COPYing all {h['nodes']} nodes "
+                    "of the file (every embedded node goes through HNSW insertion again).")]
     if report.get("scale"):
-        out += ["", "## SQL at scale (synthetic)", "", ("See "
-                f"[scale-{report['scale']['name']}.md](scale-{report['scale']['name']}.md).")]
+        separate = " (measured by a separate run of `bench/sql_latency.py`)" if report["scale"].get(
+            "separate_run") else ""
+        out += ["", "## SQL at scale (synthetic)", "", (f"See [scale-{report['scale']['name']}.md]"
+                f"(scale-{report['scale']['name']}.md){separate}.")]
         import sql_latency
 
         body = sql_latency.markdown(report["scale"]).split("\n", 2)[2]
@@ -462,8 +512,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", help="results file stem (default: small or full)")
     parser.add_argument("--out", type=Path, default=common.RESULTS_DIR)
     parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR)
+    parser.add_argument("--reuse-peers", action="store_true",
+                        help="score the peers' outputs of the previous run (same file list) instead of rerunning "
+                             "them; the report says so")
+    parser.add_argument("--report-only", action="store_true",
+                        help="re-render the report from the last run's data (and a newer scale-<name>.json)")
     args = parser.parse_args(argv)
     name = args.name or ("full" if args.full else "small")
+    if args.report_only:
+        return write_report(json.loads((args.data_dir / f"{name}-detail.json").read_text(encoding="utf-8")),
+                            args, name)
 
     if not args.corpus.is_dir():
         raise SystemExit(f"{args.corpus}: not a directory of Markdown files (give --corpus)")
@@ -471,6 +529,13 @@ def main(argv: list[str] | None = None) -> int:
     files = common.select_files(args.corpus, raw_questions, small=not args.full)
     excluded = unparsable(files)
     files = [p for p in files if p.name not in dict(excluded)]
+    previous_files = args.data_dir / f"{name}-files.txt"
+    if args.reuse_peers and previous_files.exists():
+        # the peers' outputs are only comparable on exactly the files they ingested
+        kept_names = {Path(line).name for line in previous_files.read_text(encoding="utf-8").split()}
+        dropped = [p.name for p in files if p.name not in kept_names]
+        files = [p for p in files if p.name in kept_names]
+        excluded += [(n, "not in the reused peers' run") for n in dropped]
     kept = common.answerable(raw_questions, files)
     questions = [parse_question(q, q["id"]) for q in kept]
     if not questions:
@@ -505,12 +570,13 @@ def main(argv: list[str] | None = None) -> int:
     vectors = {q.id: hrag.embed_query(q.question) for q in questions}
     systems: list[dict[str, Any]] = []
     native: list[dict[str, Any]] = []
-    for label, (mode, settings) in HRAG_CONFIGS.items():
+    for key, (mode, settings, note) in HRAG_CONFIGS.items():
+        label = _label(mode, settings, note)
         log(f"evaluating {label}")
         rep = evaluate(hrag, questions, mode=mode, system=label, collection=COLLECTION, **settings)
         timings = retrieval_only(hrag, mode, settings, questions, vectors)
-        systems.append(_system_entry(rep, timings))
-        if "default" in label:
+        systems.append({**_system_entry(rep, timings), "key": key})
+        if note == "defaults":
             for budget in DEFAULT_BUDGETS:
                 b = evaluate(hrag, questions, mode=mode, max_tokens=budget, system=label, collection=COLLECTION,
                              **settings)
@@ -518,7 +584,7 @@ def main(argv: list[str] | None = None) -> int:
                                "broad": b.summary("broad").recall, "tokens": b.summary("all").mean_tokens})
     log("evaluating the flat leaf retriever")
     flat_rep, flat_timings = evaluate_flat(hrag, questions, vectors, truncator)
-    systems.append(_system_entry(flat_rep, flat_timings))
+    systems.append({**_system_entry(flat_rep, flat_timings), "key": "flat"})
 
     log("re-ingestion after editing one paragraph")
     edit_source = next((p for p in files if p.name == common.EDIT_FILE), None) or files[len(files) // 2]
@@ -529,7 +595,8 @@ def main(argv: list[str] | None = None) -> int:
     hrag.repository.engine.dispose()
 
     # ---- peers
-    versions: dict[str, Any] = {"python": platform.python_version(), "platform": platform.platform()}
+    versions: dict[str, Any] = {"python": platform.python_version(), "platform": platform.platform(),
+                                "hrag-pg commit": git_revision()}
     try:
         from importlib import metadata
 
@@ -543,11 +610,19 @@ def main(argv: list[str] | None = None) -> int:
         log(f"peers skipped: {args.peers_python} not found (run bench/setup_peers.sh)")
     else:
         for key in ("llamaindex", "langchain"):
-            data = run_peer(key, args.peers_python, files_list, questions_path, args.data_dir / f"{name}-{key}.json")
+            previous = args.data_dir / f"{name}-{key}.json"
+            if args.reuse_peers and previous.exists():
+                log(f"reusing {previous} (peer results of an earlier run on the same files and questions)")
+                data = json.loads(previous.read_text(encoding="utf-8"))
+                data.setdefault("measured_at", time.strftime(
+                    "%Y-%m-%d %H:%M", time.gmtime(previous.stat().st_mtime)) + " UTC, an earlier run")
+            else:
+                data = run_peer(key, args.peers_python, files_list, questions_path, previous)
             if data is None:
                 continue
             rep, timings = score_peer(data, questions, truncator)
-            systems.append(_system_entry(rep, timings))
+            systems.append({**_system_entry(rep, timings), "load_average_1min": data.get("load_average_1min"),
+                            "key": key, "measured_at": data.get("measured_at")})
             ingest[key] = {"system": data["system"], **data["ingest"]}
             st = data["storage"]
             storage[key] = {**st, "ratio": st["chars"] / corpus_chars}
@@ -575,15 +650,34 @@ def main(argv: list[str] | None = None) -> int:
         "systems": systems, "hrag_native_budget": native, "ingest": ingest, "storage": storage,
         "reingest": reingest, "scale": scale, "versions": versions,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    compact = {**report, "systems": [{k: v for k, v in s.items() if k != "questions"} for s in systems]}
-    (args.out / f"{name}.json").write_text(json.dumps(compact, indent=1, default=str), encoding="utf-8")
     (args.data_dir / f"{name}-detail.json").write_text(json.dumps(report, default=str), encoding="utf-8")
+    return write_report(report, args, name)
+
+
+def write_report(report: dict[str, Any], args: argparse.Namespace, name: str) -> int:
+    scale_json = args.out / f"scale-{name}.json"
+    if report.get("scale") is None and scale_json.exists():
+        # the scale part was run on its own (python bench/sql_latency.py --name NAME)
+        report["scale"] = json.loads(scale_json.read_text(encoding="utf-8"))
+        report["scale"]["separate_run"] = True
+    args.out.mkdir(parents=True, exist_ok=True)
+    compact = {**report, "systems": [{k: v for k, v in s.items() if k != "questions"} for s in report["systems"]]}
+    (args.out / f"{name}.json").write_text(json.dumps(compact, indent=1, default=str), encoding="utf-8")
     (args.out / f"{name}.md").write_text(markdown(report), encoding="utf-8")
     log(f"wrote {args.out / (name + '.md')}")
     plot(args, name)
     print(markdown(report))
     return 0
+
+
+def git_revision() -> str:
+    """The checked-out commit, marked dirty when the hrag_pg package differs from it."""
+    def git(*cmd: str) -> str:
+        proc = subprocess.run(["git", *cmd], cwd=common.REPO, check=False, capture_output=True, text=True)
+        return proc.stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + (" + uncommitted changes in hrag_pg/" if git("status", "--porcelain", "hrag_pg") else "")
 
 
 def unparsable(files: list[Path]) -> list[tuple[str, str]]:
@@ -595,7 +689,7 @@ def unparsable(files: list[Path]) -> list[tuple[str, str]]:
         try:
             load_document(path)
         except Exception as exc:  # noqa: BLE001 - any failure is reported, not fatal
-            bad.append((path.name, f"{type(exc).__name__}: {exc}".strip()))
+            bad.append((path.name, f"hrag-pg cannot parse it: {type(exc).__name__}: {exc}".strip()))
             log(f"excluded {path.name}: hrag-pg cannot parse it ({type(exc).__name__}: {exc})")
     return bad
 
@@ -605,7 +699,8 @@ def _system_entry(rep: EvalReport, timings: dict[str, list[float]]) -> dict[str,
     flat = [t for values in timings.values() for t in values]
     e2e = [r.latency_ms for r in rep.results]
     return {"system": rep.system, "settings": payload["settings"], "summary": payload["summary"],
-            "retrieval_ms": lat(flat), "e2e_ms": lat(e2e), "questions": payload["questions"]}
+            "retrieval_ms": lat(flat), "e2e_ms": lat(e2e), "questions": payload["questions"],
+            "load_average_1min": os.getloadavg()[0]}
 
 
 def _relative(path: Path) -> str:
