@@ -158,7 +158,7 @@ def migrate_cmd(
 # ----------------------------------------------------------------- shared bits
 
 
-def _open(check_model: bool = False) -> Any:
+def _open() -> Any:
     """The facade on HRAG_DATABASE_URL or the embedded server, migrated to head."""
     from .api import HRAG
 

@@ -9,8 +9,6 @@ messages that name the server and the fix.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import lru_cache
 
 import psycopg
@@ -106,21 +104,6 @@ def operational_error(url: str, exc: BaseException) -> HragError:
         f"The connection to PostgreSQL at {redact(url)} was lost during the call ({reason}); "
         "the call did not complete. Retry: the next call reconnects."
     )
-
-
-@contextmanager
-def connect(url: str | None = None) -> Iterator[sa.Connection]:
-    """A connection in a transaction (committed on success), with clear connection errors."""
-    resolved = resolve_url(url)
-    try:
-        with engine(resolved).begin() as conn:
-            yield conn
-    except sa.exc.OperationalError as exc:
-        if isinstance(exc.orig, psycopg.OperationalError) and exc.connection_invalidated is False:
-            # Failures while *opening* the connection have no statement.
-            if exc.statement is None:
-                raise connection_error(resolved, exc) from exc
-        raise
 
 
 def check_reachable(url: str) -> None:
