@@ -479,8 +479,8 @@ def markdown(report: dict[str, Any]) -> str:
                     f"{h['edit_embed_seconds']:.2f} s (a warm single embedding takes "
                     f"{h['one_text_embed_seconds_warm']:.3f} s), parsing and token counting the file "
                     f"{h['prepare_seconds']:.2f} s, and the rest, about {h['write_seconds_estimate']:.2f} s, "
-                    f"is the write: reading the stored embeddings, deleting and COPYing all {h['nodes']} nodes "
-                    "of the file (every embedded node goes through HNSW insertion again).")]
+                    f"is the database write for the file's {h['nodes']} nodes (reading the stored embeddings, "
+                    "then writing the changed rows).")]
     if report.get("scale"):
         separate = " (measured by a separate run of `bench/sql_latency.py`)" if report["scale"].get(
             "separate_run") else ""
