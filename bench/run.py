@@ -523,6 +523,7 @@ def main(argv: list[str] | None = None) -> int:
         return write_report(json.loads((args.data_dir / f"{name}-detail.json").read_text(encoding="utf-8")),
                             args, name)
 
+    revision = git_revision()  # the code this process imported
     if not args.corpus.is_dir():
         raise SystemExit(f"{args.corpus}: not a directory of Markdown files (give --corpus)")
     raw_questions = common.read_questions(args.questions)
@@ -596,7 +597,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # ---- peers
     versions: dict[str, Any] = {"python": platform.python_version(), "platform": platform.platform(),
-                                "hrag-pg commit": git_revision()}
+                                "hrag-pg commit": revision}
     try:
         from importlib import metadata
 
