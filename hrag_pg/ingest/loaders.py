@@ -8,6 +8,8 @@ before anything reaches the database.
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -116,6 +118,7 @@ def load_document(
     strategy: str | None = None,
     source: str | None = None,
     errors: str = "strict",
+    window_tokens: int = 1200,
 ) -> DocumentTree:
     """Parse one file into a :class:`DocumentTree`.
 
@@ -148,7 +151,7 @@ def load_document(
             "headings": parse_markdown,
             "clauses": parse_clauses,
             "pages": parse_pages_text,
-            "window": parse_window,
+            "window": functools.partial(parse_window, parent_tokens=window_tokens),
         }
         tree = parsers[strategy](text, source)
 

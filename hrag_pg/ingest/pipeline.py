@@ -17,7 +17,7 @@ from .flatten import FlatDocument, flatten
 from .groups import group_wide_parents
 from .limits import enforce_parent_limit
 from .loaders import load_document
-from .tokens import DEFAULT_COUNTER, TokenCounter
+from .tokens import DEFAULT_COUNTER, CachedCounter, TokenCounter
 from .tree import DocumentTree
 
 Strategy = Literal["headings", "clauses", "pages", "code", "window"]
@@ -89,12 +89,9 @@ def prepare_file(
     question_generator: QuestionGenerator | None = None,
 ) -> FlatDocument:
     """Parse, refine and flatten one file."""
-    tree = load_document(Path(path), strategy=options.strategy, source=source, errors=options.errors)
-    if options.strategy == "window" and options.window_tokens != 1200:
-        from .window import parse_window
-
-        tree = parse_window(tree.root.full_text(), tree.source, parent_tokens=options.window_tokens,
-                            counter=counter)
+    counter = counter if isinstance(counter, CachedCounter) else CachedCounter(counter)
+    tree = load_document(Path(path), strategy=options.strategy, source=source, errors=options.errors,
+                         window_tokens=options.window_tokens)
     return prepare_tree(tree, options, collection=collection, model_name=model_name, counter=counter,
                         question_generator=question_generator)
 
@@ -109,5 +106,6 @@ def prepare_tree(
     question_generator: QuestionGenerator | None = None,
 ) -> FlatDocument:
     """Refine and flatten an already-built tree (for callers with their own parser)."""
+    counter = counter if isinstance(counter, CachedCounter) else CachedCounter(counter)
     refine(tree, options, counter, question_generator)
     return flatten(tree, collection=collection, model_name=model_name, counter=counter)

@@ -75,6 +75,25 @@ class TokenizerCounter:
             return len(self.tokenizer.encode(text, add_special_tokens=False))
 
 
+class CachedCounter:
+    """Remembers counts by text for one document's preparation.
+
+    The child splitter, the parent limit, the grouping and flatten all count
+    the same leaves again (and parents' texts contain their leaves), so the
+    tokenizer would otherwise run several times over every paragraph.
+    """
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self._counts: dict[str, int] = {}
+
+    def count(self, text: str) -> int:
+        found = self._counts.get(text)
+        if found is None:
+            found = self._counts[text] = self.counter.count(text)
+        return found
+
+
 DEFAULT_COUNTER: TokenCounter = ApproximateTokenCounter()
 
 

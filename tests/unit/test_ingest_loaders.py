@@ -114,3 +114,11 @@ def test_iter_supported_files_walks_sorted_and_skips_hidden_and_unsupported(tmp_
         (tmp_path / "image.png", "unsupported file type '.png'"),
         (tmp_path / "missing.md", "does not exist"),
     ]
+
+
+def test_the_window_size_reaches_the_window_strategy(tmp_path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("\n\n".join(" ".join(f"w{i}x{j}" for j in range(40)) for i in range(30)), encoding="utf-8")
+    small = load_document(path, strategy="window", window_tokens=120)
+    large = load_document(path, strategy="window", window_tokens=1200)
+    assert len(small.root.children) > len(large.root.children) >= 1

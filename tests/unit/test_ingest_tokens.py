@@ -78,3 +78,18 @@ def test_tail_tokens_takes_whole_words_from_the_end() -> None:
 
 def test_tail_tokens_takes_whole_cjk_characters() -> None:
     assert tail_tokens("昼食手当を支給する。", 3, counter) == "する。"
+
+
+def test_cached_counter_counts_each_text_once() -> None:
+    from hrag_pg.ingest.tokens import CachedCounter
+
+    calls: list[str] = []
+
+    class Counting:
+        def count(self, text: str) -> int:
+            calls.append(text)
+            return len(text.split())
+
+    cached = CachedCounter(Counting())
+    assert [cached.count("a b"), cached.count("a b"), cached.count("c")] == [2, 2, 1]
+    assert calls == ["a b", "c"]
