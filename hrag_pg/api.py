@@ -8,7 +8,7 @@
         print(r.heading_path, r.score, r.content)
 
 Each retrieval embeds the question once and makes one call of a SQL function
-(plus, with a reranker, one call to fetch the candidates' texts).
+(with a reranker: one call for the candidates and their texts, one for the merge).
 """
 
 from __future__ import annotations
@@ -206,11 +206,9 @@ def _model_name(embedder: Embedder) -> str:
     return str(getattr(embedder, "model_name", type(embedder).__name__))
 
 
-def _reranked(question: str, hits: list[SearchHit], texts: dict[Any, str], reranker: Reranker,
-              keep: int) -> list[SearchHit]:
+def _reranked(question: str, hits: list[SearchHit], reranker: Reranker, keep: int) -> list[SearchHit]:
     """Rescore candidate children with the reranker; best ``keep`` first."""
-    hits = [h for h in hits if h.node_id in texts]
-    scores = reranker.score(question, [texts[h.node_id] for h in hits])
+    scores = reranker.score(question, [h.rerank_text for h in hits])
     if len(scores) != len(hits):
         raise HragError(f"the reranker returned {len(scores)} scores for {len(hits)} texts")
     rescored = [h.model_copy(update={"score": float(s)}) for h, s in zip(hits, scores)]
@@ -270,8 +268,7 @@ class ParentChildRetriever(_Retriever):
         hits = repo.search(search, max(self.rerank_candidates, self.top_k_children))
         if self.min_score is not None:
             hits = [h for h in hits if h.score >= self.min_score]
-        best = _reranked(question, hits, repo.child_texts([h.node_id for h in hits]), self.reranker,
-                         len(hits))
+        best = _reranked(question, hits, self.reranker, len(hits))
         return repo.parent_child_hits(best, self.max_parents, self.top_k_children)
 
 
@@ -288,7 +285,7 @@ class AutoMergingRetriever(_Retriever):
         if self.reranker is None:
             return repo.auto_merge(search, top_k=self.top_k, merge_threshold=self.merge_threshold)
         hits = repo.search(search, max(self.rerank_candidates, self.top_k))
-        best = _reranked(question, hits, repo.child_texts([h.node_id for h in hits]), self.reranker, self.top_k)
+        best = _reranked(question, hits, self.reranker, self.top_k)
         return repo.auto_merge_hits(best, self.merge_threshold)
 
 
@@ -319,8 +316,7 @@ class AsyncHRAG:
         hits = await self.repository.search(search, max(retriever.rerank_candidates, retriever.top_k_children))
         if retriever.min_score is not None:
             hits = [h for h in hits if h.score >= retriever.min_score]
-        texts = await self.repository.child_texts([h.node_id for h in hits])
-        best = await asyncio.to_thread(_reranked, question, hits, texts, retriever.reranker, len(hits))
+        best = await asyncio.to_thread(_reranked, question, hits, retriever.reranker, len(hits))
         return await self.repository.parent_child_hits(best, retriever.max_parents, retriever.top_k_children)
 
     async def auto_merge(self, question: str, **settings: Any) -> list[RetrievalResult]:
@@ -330,8 +326,7 @@ class AsyncHRAG:
             return await self.repository.auto_merge(search, top_k=retriever.top_k,
                                                     merge_threshold=retriever.merge_threshold)
         hits = await self.repository.search(search, max(retriever.rerank_candidates, retriever.top_k))
-        texts = await self.repository.child_texts([h.node_id for h in hits])
-        best = await asyncio.to_thread(_reranked, question, hits, texts, retriever.reranker, retriever.top_k)
+        best = await asyncio.to_thread(_reranked, question, hits, retriever.reranker, retriever.top_k)
         return await self.repository.auto_merge_hits(best, retriever.merge_threshold)
 
     async def close(self) -> None:

@@ -8,7 +8,6 @@ sync repository: ingestion is CPU-bound embedding work, not I/O.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +18,7 @@ from . import queries
 from .db import connection_error, libpq_url, operational_error
 from .errors import from_database
 from .models import RetrievalResult, SearchHit
-from .repository import hits_arrays, rerank_text, to_result
+from .repository import hits_arrays, to_hit, to_result
 
 
 class AsyncRepository:
@@ -61,7 +60,7 @@ class AsyncRepository:
 
     async def search(self, search: queries.Search, k: int = 20) -> list[SearchHit]:
         """The ANN step alone (hybrid-rescored when the search asks for it)."""
-        return [SearchHit(**row) for row in await self._fetch(*queries.plan_search(search, k))]
+        return [to_hit(row) for row in await self._fetch(*queries.plan_search(search, k))]
 
     async def parent_child(self, search: queries.Search, *, top_k_children: int = 20, max_parents: int = 4,
                      min_score: float | None = None) -> list[RetrievalResult]:
@@ -83,10 +82,6 @@ class AsyncRepository:
         ids, scores = hits_arrays(hits)
         rows = await self._fetch(*queries.plan_parent_child_hits(ids, scores, max_parents, top_k_children))
         return [to_result("parent-child", row) for row in rows]
-
-    async def child_texts(self, node_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
-        rows = await self._fetch(queries.CHILD_TEXTS, {"ids": list(node_ids)})
-        return {row["id"]: rerank_text(row) for row in rows}
 
     async def close(self) -> None:
         if self._conn is not None:

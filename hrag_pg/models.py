@@ -63,6 +63,8 @@ class SearchHit(BaseModel):
     parent_id: uuid.UUID | None
     document_id: uuid.UUID
     score: float
+    #: What a reranker reads: ``[heading › path] text``.
+    rerank_text: str = ""
 
 
 class RetrievalResult(BaseModel):

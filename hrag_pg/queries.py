@@ -16,9 +16,14 @@ import numpy as _np
 
 from .errors import InvalidArgument
 
+# The hits come with the text a reranker scores (heading path + content, or
+# the question of a QA node), so reranking needs no second round trip.
 SEARCH_LEAVES = """
-SELECT node_id, parent_id, document_id, score
-  FROM hrag.search_leaves(%(q)s, %(k)s::int, %(c)s::text, %(f)s::jsonb)
+SELECT s.node_id, s.parent_id, s.document_id, s.score, n.heading_path,
+       coalesce(n.metadata->>'question', n.content) AS text
+  FROM hrag.search_leaves(%(q)s, %(k)s::int, %(c)s::text, %(f)s::jsonb) AS s
+  JOIN hrag.nodes n ON n.id = s.node_id
+ ORDER BY s.score DESC, s.node_id
 """
 
 PARENT_CHILD = """
@@ -51,16 +56,13 @@ SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
  ORDER BY r.rank
 """
 
-CHILD_TEXTS = """
-SELECT n.id, n.heading_path, coalesce(n.metadata->>'question', n.content) AS content
-  FROM hrag.nodes n
- WHERE n.id = ANY(%(ids)s::uuid[])
-"""
-
 SEARCH_HYBRID = """
-SELECT node_id, parent_id, document_id, score
+SELECT s.node_id, s.parent_id, s.document_id, s.score, n.heading_path,
+       coalesce(n.metadata->>'question', n.content) AS text
   FROM hrag.search_hybrid(%(q)s, %(qt)s::text, %(k)s::int, %(c)s::text, %(f)s::jsonb,
-                          %(w)s::real, %(n)s::int, %(r)s::real)
+                          %(w)s::real, %(n)s::int, %(r)s::real) AS s
+  JOIN hrag.nodes n ON n.id = s.node_id
+ ORDER BY s.score DESC, s.node_id
 """
 
 # Hybrid hits merged in the same statement: still one round trip.

@@ -60,9 +60,10 @@ def to_result(mode: str, row: dict[str, Any]) -> RetrievalResult:
     return RetrievalResult(mode=mode, **row)  # type: ignore[arg-type]
 
 
-def rerank_text(row: dict[str, Any]) -> str:
-    path = " > ".join(p for p in (row.get("heading_path") or []) if p)
-    return f"[{path}] {row['content']}" if path else row["content"]
+def to_hit(row: dict[str, Any]) -> SearchHit:
+    path = " > ".join(p for p in (row.pop("heading_path", None) or []) if p)
+    text = row.pop("text", "") or ""
+    return SearchHit(**row, rerank_text=f"[{path}] {text}" if path else text)
 
 
 #: The columns that place a node in its tree; if none changes, a rewrite is an in-place update.
@@ -411,7 +412,7 @@ class Repository:
 
     def search(self, search: queries.Search, k: int = 20) -> list[SearchHit]:
         """The ANN step alone (hybrid-rescored when the search asks for it)."""
-        return [SearchHit(**row) for row in self._fetch(*queries.plan_search(search, k))]
+        return [to_hit(row) for row in self._fetch(*queries.plan_search(search, k))]
 
     def parent_child(self, search: queries.Search, *, top_k_children: int = 20, max_parents: int = 4,
                      min_score: float | None = None) -> list[RetrievalResult]:
@@ -433,11 +434,6 @@ class Repository:
         ids, scores = hits_arrays(hits)
         rows = self._fetch(*queries.plan_parent_child_hits(ids, scores, max_parents, top_k_children))
         return [to_result("parent-child", row) for row in rows]
-
-    def child_texts(self, node_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
-        """The text a reranker should score for each child (heading path + content)."""
-        rows = self._fetch(queries.CHILD_TEXTS, {"ids": list(node_ids)})
-        return {row["id"]: rerank_text(row) for row in rows}
 
     def node_text(self, node_id: uuid.UUID) -> str | None:
         node_id = _node_id(node_id)
