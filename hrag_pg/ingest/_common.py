@@ -44,3 +44,17 @@ def split_blocks(text: str) -> list[str]:
 
 def has_leaf_text(root: DraftNode) -> bool:
     return any(leaf.content.strip() for leaf in root.leaves())
+
+
+def open_section(stack: list[tuple[int, DraftNode]], level: int, text: str) -> DraftNode:
+    """Open a heading's section: close sections at this level or deeper, nest under the nearest shallower one.
+
+    ``stack`` holds (level, node) pairs from the root (level 0) down; Markdown
+    and HTML headings both build their trees this way.
+    """
+    while stack[-1][0] >= level:
+        stack.pop()
+    node = DraftNode(kind="section", content=text, title=text, key=text, metadata={"level": level})
+    add_child(stack[-1][1], node)
+    stack.append((level, node))
+    return node

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-from hrag_pg.ingest._common import add_child, add_leaf
+from hrag_pg.ingest._common import add_leaf, open_section
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
 
 _IGNORED = frozenset({"script", "style", "nav", "head", "noscript", "template", "svg", "iframe"})
@@ -204,13 +204,7 @@ class _TreeBuilder(HTMLParser):
             return
         if level == 1 and self.first_h1 is None:
             self.first_h1 = text
-        while self.stack[-1][0] >= level:
-            self.stack.pop()
-        node = DraftNode(
-            kind="section", content=text, title=text, key=text, metadata={"level": level}
-        )
-        add_child(self.current, node)
-        self.stack.append((level, node))
+        open_section(self.stack, level, text)
 
     def finish(self) -> DraftNode:
         self.close()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from hrag_pg.ingest._common import add_child, add_leaf
+from hrag_pg.ingest._common import add_leaf, open_section
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
 
 _FENCE_RE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
@@ -82,13 +82,7 @@ class _Reader:
             return  # a bare "#" carries no text and no structure worth a node
         if level == 1 and self.first_h1 is None:
             self.first_h1 = text
-        while self.stack[-1][0] >= level:
-            self.stack.pop()
-        node = DraftNode(
-            kind="section", content=text, title=text, key=text, metadata={"level": level}
-        )
-        add_child(self.current, node)
-        self.stack.append((level, node))
+        open_section(self.stack, level, text)
 
     def _fence_end(self, start: int) -> int:
         """Index just past the fence opened at ``start`` (end of file if unclosed)."""
