@@ -31,8 +31,9 @@ test-pg16: install  ## integration, migration and reliability tests against Post
 	  HRAG_TEST_DATABASE_URL=$$url $(BIN)/python -m pytest -q tests/integration tests/migration tests/reliability; \
 	  rc=$$?; $(BIN)/python tests/pg_majors.py stop 16 $(PG16_DIR); exit $$rc
 
-lint: install
+lint: install  ## ruff (pinned rules in pyproject.toml) on the code, mypy on the shipped package
 	$(BIN)/ruff check hrag_pg tests bench
+	$(BIN)/mypy hrag_pg
 
 bench: install  ## small benchmark against LlamaIndex and LangChain (minutes); see bench/README.md
 	bash bench/setup_peers.sh

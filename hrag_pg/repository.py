@@ -95,7 +95,7 @@ def _same_shape(doc: FlatDocument, old_rows: dict[uuid.UUID, tuple[Any, ...]]) -
 
 
 def _driver(conn: sa.Connection) -> psycopg.Connection:
-    driver = conn.connection.dbapi_connection
+    driver = conn.connection.driver_connection
     assert isinstance(driver, psycopg.Connection)
     return driver
 
@@ -200,9 +200,11 @@ class Repository:
                         unembedded.add(row[0])
 
             targets = doc.search_targets
-            missing = list(dict.fromkeys(n.embed_text for n in targets if n.content_hash not in stored))
-            vectors = self._embed(embedder, missing, dim, progress)  # type: ignore[arg-type]
-            fresh = dict(zip(missing, vectors))
+            missing = list(dict.fromkeys(
+                n.embed_text for n in targets if n.embed_text is not None and n.content_hash not in stored
+            ))
+            vectors = self._embed(embedder, missing, dim, progress)
+            fresh = dict(zip(missing, vectors, strict=True))
 
             conn.execute(
                 sa.text(

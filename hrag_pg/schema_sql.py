@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from importlib import resources
 
+import psycopg
 import sqlalchemy as sa
 
 DEFAULT_EMBEDDING_DIM = 384
@@ -18,7 +19,7 @@ _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 def read(name: str) -> str:
     """The text of one SQL file shipped in the package."""
-    return resources.files("hrag_pg").joinpath("sql", name).read_text(encoding="utf-8")
+    return resources.files("hrag_pg").joinpath("sql").joinpath(name).read_text(encoding="utf-8")
 
 
 def names() -> list[str]:
@@ -61,7 +62,7 @@ def apply(conn: sa.Connection, name: str, *, embedding_dim: int | None = None) -
         recorded = conn.exec_driver_sql("SELECT embedding_dim FROM hrag.config").scalar()
     dim = recorded if recorded is not None else (embedding_dim or DEFAULT_EMBEDDING_DIM)
     sql = render(read(name), {"embedding_dim": validate_dim(dim)})
-    driver_conn = conn.connection.dbapi_connection
-    assert driver_conn is not None
+    driver_conn = conn.connection.driver_connection
+    assert isinstance(driver_conn, psycopg.Connection)
     with driver_conn.cursor() as cur:
         cur.execute(sql)
