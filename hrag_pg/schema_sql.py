@@ -14,6 +14,9 @@ import psycopg
 import sqlalchemy as sa
 
 DEFAULT_EMBEDDING_DIM = 384
+#: The generated head schema (see :mod:`hrag_pg.schema_dump`): documentation and
+#: a test oracle, never applied by a revision.
+HEAD_SCHEMA_FILE = "schema.sql"
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 
@@ -23,9 +26,9 @@ def read(name: str) -> str:
 
 
 def names() -> list[str]:
-    """All SQL files shipped in the package, sorted."""
+    """The revisions' SQL files shipped in the package, sorted (not the generated head schema)."""
     folder = resources.files("hrag_pg").joinpath("sql")
-    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".sql"))
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".sql") and p.name != HEAD_SCHEMA_FILE)
 
 
 def render(sql: str, params: dict[str, object]) -> str:
