@@ -156,6 +156,32 @@ $$;
 -- COMMENT: FUNCTION _subtree_text(document_id uuid, first_seq integer, last_seq integer)
 COMMENT ON FUNCTION hrag._subtree_text(document_id uuid, first_seq integer, last_seq integer) IS 'internal: full text of a seq range, not part of the API';
 
+-- FUNCTION: _term_weights(text[], text)
+CREATE FUNCTION hrag._term_weights(terms text[], collection text) RETURNS TABLE(term text, df bigint, idf real)
+    LANGUAGE sql STABLE
+    AS $$
+    WITH n AS (
+        SELECT greatest(coalesce(sum(d.search_targets), 0), 1) AS leaves
+          FROM hrag.documents d
+         WHERE _term_weights.collection IS NULL OR d.collection = _term_weights.collection
+    ),
+    freq AS (
+        SELECT q.term,
+               (SELECT coalesce(sum(t.leaves), 0)
+                  FROM hrag.document_terms t
+                 WHERE t.term = q.term
+                   AND (_term_weights.collection IS NULL OR t.collection = _term_weights.collection)) AS df
+          FROM unnest(terms) AS q(term)
+    )
+    SELECT f.term, f.df, ln(1.0 + (n.leaves - f.df + 0.5) / (f.df + 0.5))::real
+      FROM freq f, n
+     WHERE f.df > 0
+     ORDER BY f.df, f.term
+$$;
+
+-- COMMENT: FUNCTION _term_weights(terms text[], collection text)
+COMMENT ON FUNCTION hrag._term_weights(terms text[], collection text) IS 'internal: BM25 IDF of query terms in a collection, not part of the API';
+
 -- FUNCTION: _vector_index_state()
 CREATE FUNCTION hrag._vector_index_state() RETURNS text
     LANGUAGE sql STABLE
@@ -174,7 +200,7 @@ $$;
 COMMENT ON FUNCTION hrag._vector_index_state() IS 'internal: valid, invalid or missing, not part of the API';
 
 -- FUNCTION: auto_merge(public.vector, integer, real, text, jsonb)
-CREATE FUNCTION hrag.auto_merge(query public.vector, top_k integer DEFAULT 12, merge_threshold real DEFAULT 0.5, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer)
+CREATE FUNCTION hrag.auto_merge(query public.vector, top_k integer DEFAULT 12, merge_threshold real DEFAULT 0.5, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer)
     LANGUAGE sql STABLE
     AS $$
     WITH hits AS (
@@ -192,7 +218,7 @@ $$;
 COMMENT ON FUNCTION hrag.auto_merge(query public.vector, top_k integer, merge_threshold real, collection text, filter jsonb) IS 'Auto-merging: hit leaves, replace them by their parent where hit children / children >= merge_threshold, upward';
 
 -- FUNCTION: auto_merge_hits(uuid[], real[], real)
-CREATE FUNCTION hrag.auto_merge_hits(node_ids uuid[], scores real[], merge_threshold real DEFAULT 0.5) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer)
+CREATE FUNCTION hrag.auto_merge_hits(node_ids uuid[], scores real[], merge_threshold real DEFAULT 0.5) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer)
     LANGUAGE sql STABLE
     AS $$
     WITH RECURSIVE
@@ -264,7 +290,8 @@ CREATE FUNCTION hrag.auto_merge_hits(node_ids uuid[], scores real[], merge_thres
            hrag._subtree_text(n.document_id, n.seq, n.subtree_end),
            r.score, r.merged_from,
            (SELECT m.ratio FROM final f, unnest(f.merged, f.ratios) AS m(id, ratio) WHERE m.id = r.top),
-           (row_number() OVER (ORDER BY r.score DESC, n.depth, n.id))::integer
+           (row_number() OVER (ORDER BY r.score DESC, n.depth, n.id))::integer,
+           n.subtree_tokens
       FROM result r
       JOIN hrag.nodes n ON n.id = r.top
      -- The argument checks: a constant qual of the top query, evaluated once
@@ -366,7 +393,8 @@ BEGIN
     ON CONFLICT DO NOTHING;
     PERFORM hrag.grant_reader(role_name);
     IF can_write THEN
-        EXECUTE format('GRANT INSERT, UPDATE, DELETE ON hrag.documents, hrag.nodes TO %I', role_name);
+        EXECUTE format('GRANT INSERT, UPDATE, DELETE ON hrag.documents, hrag.nodes, hrag.document_terms TO %I',
+                       role_name);
     END IF;
 END
 $$;
@@ -380,7 +408,7 @@ CREATE FUNCTION hrag.grant_reader(role_name name) RETURNS void
     AS $$
 BEGIN
     EXECUTE format('GRANT USAGE ON SCHEMA hrag TO %I', role_name);
-    EXECUTE format('GRANT SELECT ON hrag.documents, hrag.nodes, hrag.config TO %I', role_name);
+    EXECUTE format('GRANT SELECT ON hrag.documents, hrag.nodes, hrag.document_terms, hrag.config TO %I', role_name);
     -- The Python API checks the schema revision before its first call.
     IF to_regclass('hrag.alembic_version') IS NOT NULL THEN
         EXECUTE format('GRANT SELECT ON hrag.alembic_version TO %I', role_name);
@@ -444,111 +472,43 @@ $$;
 COMMENT ON FUNCTION hrag.node_text(node_id uuid) IS 'Full text of any node: its own text and its descendants'', in document order (NULL for an unknown id)';
 
 -- FUNCTION: parent_child(public.vector, integer, integer, text, jsonb, real)
-CREATE FUNCTION hrag.parent_child(query public.vector, top_k_children integer DEFAULT 20, max_parents integer DEFAULT 4, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb, min_score real DEFAULT NULL::real) RETURNS TABLE(node_id uuid, document_id uuid, title text, heading_path text[], content text, score real, matched_children uuid[], rank integer)
+CREATE FUNCTION hrag.parent_child(query public.vector, top_k_children integer DEFAULT 20, max_parents integer DEFAULT 4, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb, min_score real DEFAULT NULL::real) RETURNS TABLE(node_id uuid, document_id uuid, title text, heading_path text[], content text, score real, matched_children uuid[], rank integer, token_count integer)
     LANGUAGE plpgsql STABLE
-    SET "hnsw.iterative_scan" TO 'relaxed_order'
     AS $$
 #variable_conflict use_column
 DECLARE
-    child        record;
-    batch        integer := greatest(top_k_children, 8 * max_parents);
-    returned     integer;
-    considered   integer := 0;
-    done         boolean := false;
-    seen         uuid[]  := '{}';
-    parent_ids   uuid[]  := '{}';
-    parent_best  real[]  := '{}';
-    child_ids    uuid[]  := '{}';
-    child_parent uuid[]  := '{}';
+    ids    uuid[];
+    sims   real[];
 BEGIN
     PERFORM hrag._check_query(query, filter);
     PERFORM hrag._check_count(top_k_children, 'top_k_children');
     PERFORM hrag._check_count(max_parents, 'max_parents');
-
-    <<scan>>
-    LOOP
-        IF current_setting('hnsw.ef_search')::integer < least(batch, 1000) THEN
-            PERFORM set_config('hnsw.ef_search', least(batch, 1000)::text, true);
-        END IF;
-        returned := 0;
-        FOR child IN
-            -- A "group" (a run of paragraphs under a wide section) is no context of
-            -- its own: the child expands to the group's parent, the real section.
-            SELECT c.id,
-                   CASE WHEN p.kind = 'group' THEN p.parent_id ELSE c.parent_id END AS parent_id,
-                   (1 - c.distance)::real AS score
-              FROM (SELECT n.id, n.parent_id, n.embedding <=> query AS distance
-                      FROM hrag.nodes n
-                     WHERE n.embedding IS NOT NULL
-                       AND n.parent_id IS NOT NULL
-                       AND (parent_child.collection IS NULL OR n.collection = parent_child.collection)
-                       AND (parent_child.filter IS NULL
-                            OR n.metadata @> parent_child.filter
-                            OR EXISTS (SELECT 1 FROM hrag.documents d
-                                        WHERE d.id = n.document_id
-                                          AND (d.metadata || n.metadata) @> parent_child.filter))
-                     ORDER BY n.embedding <=> query
-                     LIMIT batch) AS c
-              JOIN hrag.nodes p ON p.id = c.parent_id
-             ORDER BY c.distance, c.id
-        LOOP
-            returned := returned + 1;
-            CONTINUE WHEN child.id = ANY (seen);
-            seen := seen || child.id;
-            IF (min_score IS NOT NULL AND child.score < min_score)
-               OR (considered >= top_k_children AND cardinality(parent_ids) >= max_parents) THEN
-                done := true;
-                EXIT;
-            END IF;
-            considered := considered + 1;
-
-            IF child.parent_id = ANY (parent_ids) THEN
-                -- A known parent: record the match only within the top k.
-                IF considered <= top_k_children THEN
-                    child_ids    := child_ids || child.id;
-                    child_parent := child_parent || child.parent_id;
-                END IF;
-            ELSIF cardinality(parent_ids) < max_parents THEN
-                parent_ids   := parent_ids || child.parent_id;
-                parent_best  := parent_best || child.score;
-                child_ids    := child_ids || child.id;
-                child_parent := child_parent || child.parent_id;
-            END IF;
-        END LOOP;
-        -- Stop when satisfied, when the index has no more rows, or at a sane bound.
-        EXIT scan WHEN done
-                    OR (considered >= top_k_children AND cardinality(parent_ids) >= max_parents)
-                    OR returned < batch
-                    OR batch >= 100000;
-        batch := batch * 4;
-    END LOOP;
-
-    RETURN QUERY
-    SELECT p.id,
-           p.document_id,
-           p.title,
-           p.heading_path,
-           hrag.node_text(p.id),
-           picked.best,
-           ARRAY(SELECT m.child_id
-                   FROM unnest(child_ids, child_parent) WITH ORDINALITY AS m(child_id, parent_id, ord)
-                  WHERE m.parent_id = picked.parent_id
-                  ORDER BY m.ord),
-           picked.ord::integer
-      FROM unnest(parent_ids, parent_best) WITH ORDINALITY AS picked(parent_id, best, ord)
-      JOIN hrag.nodes p ON p.id = picked.parent_id
-     ORDER BY picked.ord;
+    SELECT coalesce(array_agg(s.node_id ORDER BY s.score DESC, s.node_id), '{}'),
+           coalesce(array_agg(s.score ORDER BY s.score DESC, s.node_id), '{}')
+      INTO ids, sims
+      FROM hrag.search_leaves(query, least(greatest(top_k_children, 10 * max_parents), 1000), collection, filter) AS s
+      JOIN hrag.nodes n ON n.id = s.node_id
+     WHERE n.parent_id IS NOT NULL
+       AND (min_score IS NULL OR s.score >= min_score);
+    RETURN QUERY SELECT * FROM hrag.parent_child_hits(ids, sims, max_parents, top_k_children);
 END
 $$;
 
 -- COMMENT: FUNCTION parent_child(query public.vector, top_k_children integer, max_parents integer, collection text, filter jsonb, min_score real)
-COMMENT ON FUNCTION hrag.parent_child(query public.vector, top_k_children integer, max_parents integer, collection text, filter jsonb, min_score real) IS 'Small-to-big: match the top children, return their distinct parents'' full text (at most max_parents)';
+COMMENT ON FUNCTION hrag.parent_child(query public.vector, top_k_children integer, max_parents integer, collection text, filter jsonb, min_score real) IS 'Small-to-big: match the top children, return their distinct, non-overlapping parents'' full text';
 
 -- FUNCTION: parent_child_hits(uuid[], real[], integer, integer)
-CREATE FUNCTION hrag.parent_child_hits(node_ids uuid[], scores real[], max_parents integer DEFAULT 4, top_k_children integer DEFAULT NULL::integer) RETURNS TABLE(node_id uuid, document_id uuid, title text, heading_path text[], content text, score real, matched_children uuid[], rank integer)
+CREATE FUNCTION hrag.parent_child_hits(node_ids uuid[], scores real[], max_parents integer DEFAULT 4, top_k_children integer DEFAULT NULL::integer) RETURNS TABLE(node_id uuid, document_id uuid, title text, heading_path text[], content text, score real, matched_children uuid[], rank integer, token_count integer)
     LANGUAGE plpgsql STABLE
     AS $$
 #variable_conflict use_column
+DECLARE
+    parent    record;
+    kept_ids  uuid[] := '{}';
+    kept_doc  uuid[] := '{}';
+    kept_seq  integer[] := '{}';
+    kept_end  integer[] := '{}';
+    clashes  boolean;
 BEGIN
     PERFORM hrag._check_hits(node_ids, scores);
     PERFORM hrag._check_count(max_parents, 'max_parents');
@@ -556,9 +516,38 @@ BEGIN
         PERFORM hrag._check_count(top_k_children, 'top_k_children');
     END IF;
 
+    FOR parent IN
+        WITH hit AS (
+            SELECT h.id, h.score, h.ord,
+                   CASE WHEN p.kind = 'group' THEN p.parent_id ELSE p.id END AS parent_id
+              FROM unnest(node_ids, scores) WITH ORDINALITY AS h(id, score, ord)
+              JOIN hrag.nodes n ON n.id = h.id
+              JOIN hrag.nodes p ON p.id = n.parent_id
+        )
+        SELECT h.parent_id, min(h.ord) AS first_seen, n.document_id, n.seq, n.subtree_end
+          FROM hit h
+          JOIN hrag.nodes n ON n.id = h.parent_id
+         GROUP BY h.parent_id, n.document_id, n.seq, n.subtree_end
+         ORDER BY first_seen
+    LOOP
+        clashes := false;
+        FOR i IN 1 .. cardinality(kept_ids) LOOP
+            IF kept_doc[i] = parent.document_id
+               AND (parent.seq BETWEEN kept_seq[i] AND kept_end[i] OR kept_seq[i] BETWEEN parent.seq AND parent.subtree_end) THEN
+                clashes := true;
+                EXIT;
+            END IF;
+        END LOOP;
+        CONTINUE WHEN clashes;
+        kept_ids := kept_ids || parent.parent_id;
+        kept_doc := kept_doc || parent.document_id;
+        kept_seq := kept_seq || parent.seq;
+        kept_end := kept_end || parent.subtree_end;
+        EXIT WHEN cardinality(kept_ids) >= max_parents;
+    END LOOP;
+
     RETURN QUERY
     WITH hit AS (
-        -- as in parent_child, a child of a "group" expands to the group's parent
         SELECT h.id, h.score, h.ord,
                CASE WHEN p.kind = 'group' THEN p.parent_id ELSE p.id END AS parent_id
           FROM unnest(node_ids, scores) WITH ORDINALITY AS h(id, score, ord)
@@ -568,6 +557,7 @@ BEGIN
     first_hit AS (
         SELECT hit.*, min(hit.ord) OVER (PARTITION BY hit.parent_id) AS first_seen
           FROM hit
+         WHERE hit.parent_id = ANY (kept_ids)
     ),
     picked AS (
         SELECT f.parent_id,
@@ -577,12 +567,12 @@ BEGIN
                    FILTER (WHERE f.ord <= coalesce(top_k_children, f.ord) OR f.ord = f.first_seen) AS matched
           FROM first_hit f
          GROUP BY f.parent_id
-         ORDER BY first_seen
-         LIMIT max_parents
     )
-    SELECT p.id, p.document_id, p.title, p.heading_path, hrag.node_text(p.id),
+    SELECT p.id, p.document_id, p.title, p.heading_path,
+           hrag._subtree_text(p.document_id, p.seq, p.subtree_end),
            picked.best, picked.matched,
-           (row_number() OVER (ORDER BY picked.first_seen))::integer
+           (row_number() OVER (ORDER BY picked.first_seen))::integer,
+           p.subtree_tokens
       FROM picked
       JOIN hrag.nodes p ON p.id = picked.parent_id
      ORDER BY picked.first_seen;
@@ -590,7 +580,28 @@ END
 $$;
 
 -- COMMENT: FUNCTION parent_child_hits(node_ids uuid[], scores real[], max_parents integer, top_k_children integer)
-COMMENT ON FUNCTION hrag.parent_child_hits(node_ids uuid[], scores real[], max_parents integer, top_k_children integer) IS 'Small-to-big for hits from elsewhere (a reranker, a keyword search): array order is rank order';
+COMMENT ON FUNCTION hrag.parent_child_hits(node_ids uuid[], scores real[], max_parents integer, top_k_children integer) IS 'Small-to-big for hits from elsewhere (array order is rank order); never two overlapping parents';
+
+-- FUNCTION: refresh_document_terms(uuid)
+CREATE FUNCTION hrag.refresh_document_terms(document_id uuid) RETURNS void
+    LANGUAGE sql
+    AS $$
+    DELETE FROM hrag.document_terms t WHERE t.document_id = refresh_document_terms.document_id;
+    INSERT INTO hrag.document_terms (document_id, collection, term, leaves)
+    SELECT n.document_id, n.collection, term.value, count(*)
+      FROM hrag.nodes n
+     CROSS JOIN LATERAL unnest(n.lexical_terms) AS term(value)
+     WHERE n.document_id = refresh_document_terms.document_id
+       AND n.lexical_terms IS NOT NULL
+     GROUP BY n.document_id, n.collection, term.value;
+    UPDATE hrag.documents d
+       SET search_targets = (SELECT count(*) FROM hrag.nodes n
+                              WHERE n.document_id = d.id AND n.embedding IS NOT NULL)
+     WHERE d.id = refresh_document_terms.document_id;
+$$;
+
+-- COMMENT: FUNCTION refresh_document_terms(document_id uuid)
+COMMENT ON FUNCTION hrag.refresh_document_terms(document_id uuid) IS 'Rewrite one document''s lexical statistics from its rows (ingestion calls it in the document''s transaction)';
 
 -- FUNCTION: repair_integrity()
 CREATE FUNCTION hrag.repair_integrity() RETURNS TABLE(problem text, fixed bigint)
@@ -672,20 +683,203 @@ $$;
 -- COMMENT: FUNCTION repair_integrity()
 COMMENT ON FUNCTION hrag.repair_integrity() IS 'Recompute child counts, ranges and depths and rebuild a missing vector index; returns what was fixed';
 
+-- FUNCTION: retrieve(public.vector, text, integer, text, jsonb, integer, real)
+CREATE FUNCTION hrag.retrieve(query public.vector, query_text text DEFAULT NULL::text, max_tokens integer DEFAULT 2000, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb, top_k integer DEFAULT 30, lexical_weight real DEFAULT 0.3) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer, reason text)
+    LANGUAGE sql STABLE
+    AS $$
+    WITH hits AS (
+        SELECT s.node_id, s.score
+          FROM hrag.search_hybrid(query, query_text, top_k, collection, filter, lexical_weight) AS s
+    )
+    SELECT r.*
+      FROM hrag.retrieve_hits(ARRAY(SELECT h.node_id FROM hits h ORDER BY h.score DESC, h.node_id),
+                              ARRAY(SELECT h.score FROM hits h ORDER BY h.score DESC, h.node_id),
+                              max_tokens) AS r
+     ORDER BY r.rank
+$$;
+
+-- COMMENT: FUNCTION retrieve(query public.vector, query_text text, max_tokens integer, collection text, filter jsonb, top_k integer, lexical_weight real)
+COMMENT ON FUNCTION hrag.retrieve(query public.vector, query_text text, max_tokens integer, collection text, filter jsonb, top_k integer, lexical_weight real) IS 'Budget-aware retrieval: candidates (vector + lexical) -> the best non-overlapping context within max_tokens';
+
+-- FUNCTION: retrieve_hits(uuid[], real[], integer)
+CREATE FUNCTION hrag.retrieve_hits(node_ids uuid[], scores real[], max_tokens integer DEFAULT 2000) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer, reason text)
+    LANGUAGE plpgsql STABLE
+    AS $$
+#variable_conflict use_column
+DECLARE
+    sharpness     CONSTANT double precision := 0.05;
+    size_exponent CONSTANT double precision := 0.6;
+    floor_share   CONSTANT double precision := 0.6;
+    c             record;
+    sel_ids       uuid[] := '{}';
+    sel_doc       uuid[] := '{}';
+    sel_seq       integer[] := '{}';
+    sel_end       integer[] := '{}';
+    sel_tok       integer[] := '{}';
+    sel_why       text[] := '{}';
+    alive         boolean[] := '{}';
+    inside        boolean;
+    below_tokens  integer;
+    below_any     boolean;
+    used          integer := 0;
+    first_priority double precision;
+    over_budget   boolean := false;
+BEGIN
+    PERFORM hrag._check_hits(node_ids, scores);
+    IF max_tokens IS NULL OR max_tokens < 1 OR max_tokens > 100000 THEN
+        RAISE EXCEPTION 'hrag: argument "max_tokens" must be between 1 and 100000, got %',
+            coalesce(max_tokens::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    FOR c IN
+        WITH RECURSIVE
+        hit AS (
+            SELECT h.id, max(h.score) AS score FROM unnest(node_ids, scores) AS h(id, score) GROUP BY h.id
+        ),
+        weighted AS (
+            SELECT hit.id, hit.score,
+                   exp(greatest((hit.score - max(hit.score) OVER ())::double precision / sharpness, -50)) AS weight
+              FROM hit
+        ),
+        chain AS (
+            SELECT w.id AS hit, w.score, w.weight, n.id AS node, n.parent_id
+              FROM weighted w
+              JOIN hrag.nodes n ON n.id = w.id
+            UNION ALL
+            SELECT c.hit, c.score, c.weight, p.id, p.parent_id
+              FROM chain c
+              JOIN hrag.nodes p ON p.id = c.parent_id
+        ),
+        cand AS (
+            SELECT c.node, sum(c.weight) AS evidence, max(c.score) AS best, count(*) AS hits
+              FROM chain c
+             GROUP BY c.node
+        )
+        SELECT cand.node, cand.evidence, cand.best, cand.hits, n.document_id, n.seq, n.subtree_end,
+               n.subtree_tokens, n.child_count, n.depth,
+               cand.evidence / power(greatest(n.subtree_tokens, 1), size_exponent) AS priority
+          FROM cand
+          JOIN hrag.nodes n ON n.id = cand.node
+         ORDER BY priority DESC, cand.best DESC, n.depth DESC, n.id
+    LOOP
+        EXIT WHEN first_priority IS NOT NULL AND c.priority < floor_share * first_priority;
+        CONTINUE WHEN c.subtree_tokens > max_tokens;
+        inside := false;
+        below_tokens := 0;
+        below_any := false;
+        FOR i IN 1 .. cardinality(sel_ids) LOOP
+            CONTINUE WHEN NOT alive[i] OR sel_doc[i] <> c.document_id;
+            IF c.seq BETWEEN sel_seq[i] AND sel_end[i] THEN
+                inside := true;
+                EXIT;
+            END IF;
+            IF sel_seq[i] BETWEEN c.seq AND c.subtree_end THEN
+                below_tokens := below_tokens + sel_tok[i];
+                below_any := true;
+            END IF;
+        END LOOP;
+        CONTINUE WHEN inside;
+        CONTINUE WHEN used - below_tokens + c.subtree_tokens > max_tokens;
+        IF below_any THEN
+            -- the node replaces the taken nodes inside it
+            FOR i IN 1 .. cardinality(sel_ids) LOOP
+                IF alive[i] AND sel_doc[i] = c.document_id AND sel_seq[i] BETWEEN c.seq AND c.subtree_end THEN
+                    alive[i] := false;
+                END IF;
+            END LOOP;
+        END IF;
+        used := used - below_tokens + c.subtree_tokens;
+        first_priority := coalesce(first_priority, c.priority);
+        sel_ids := sel_ids || c.node;
+        sel_doc := sel_doc || c.document_id;
+        sel_seq := sel_seq || c.seq;
+        sel_end := sel_end || c.subtree_end;
+        sel_tok := sel_tok || c.subtree_tokens;
+        alive := alive || true;
+        sel_why := sel_why || CASE WHEN c.hits = 1 AND c.child_count = 0 THEN 'hit' ELSE 'merged' END;
+    END LOOP;
+
+    sel_why := ARRAY(SELECT w FROM unnest(sel_why, alive) WITH ORDINALITY AS x(w, a, i) WHERE a ORDER BY i);
+    sel_ids := ARRAY(SELECT v FROM unnest(sel_ids, alive) WITH ORDINALITY AS x(v, a, i) WHERE a ORDER BY i);
+
+    IF cardinality(sel_ids) = 0 THEN
+        -- Nothing fits: the best hit alone, flagged.
+        SELECT ARRAY[n.id], ARRAY['over budget: the best hit alone is larger than max_tokens']
+          INTO sel_ids, sel_why
+          FROM unnest(node_ids, scores) AS h(id, score)
+          JOIN hrag.nodes n ON n.id = h.id
+         ORDER BY h.score DESC, n.id
+         LIMIT 1;
+        over_budget := true;
+    END IF;
+
+    RETURN QUERY
+    WITH hit AS (
+        SELECT n.id, n.document_id, n.seq, max(h.score) AS score
+          FROM unnest(node_ids, scores) AS h(id, score)
+          JOIN hrag.nodes n ON n.id = h.id
+         GROUP BY n.id, n.document_id, n.seq
+    ),
+    picked AS (
+        SELECT n.id, n.document_id, n.seq, n.subtree_end, x.why
+          FROM unnest(sel_ids, sel_why) AS x(id, why)
+          JOIN hrag.nodes n ON n.id = x.id
+    ),
+    -- the hits inside each picked node, and how many of its children lead to one
+    absorbed AS (
+        SELECT p.id,
+               max(hit.score) AS best,
+               coalesce(array_agg(hit.id ORDER BY hit.score DESC, hit.id) FILTER (WHERE hit.id <> p.id), '{}')
+                   AS merged_from,
+               count(*) AS hits_inside,
+               count(DISTINCT child.id) AS children_hit
+          FROM picked p
+          JOIN hit ON hit.document_id = p.document_id AND hit.seq BETWEEN p.seq AND p.subtree_end
+          LEFT JOIN LATERAL (SELECT a.id FROM hrag.nodes a
+                              WHERE a.parent_id = p.id AND a.document_id = p.document_id
+                                AND hit.seq BETWEEN a.seq AND a.subtree_end) AS child ON true
+         GROUP BY p.id
+    )
+    SELECT n.id, n.document_id, n.depth, n.title, n.heading_path,
+           hrag._subtree_text(n.document_id, n.seq, n.subtree_end),
+           a.best::real, a.merged_from,
+           CASE WHEN n.child_count > 0 THEN (a.children_hit::real / n.child_count)::real END,
+           (row_number() OVER (ORDER BY a.best DESC, n.depth, n.id))::integer,
+           n.subtree_tokens,
+           CASE WHEN over_budget THEN p.why
+                WHEN p.why = 'hit' THEN 'direct hit'
+                ELSE format('%s of %s children hit, %s hits inside', a.children_hit, n.child_count, a.hits_inside)
+           END
+      FROM picked p
+      JOIN absorbed a ON a.id = p.id
+      JOIN hrag.nodes n ON n.id = p.id
+     ORDER BY a.best DESC, n.depth, n.id;
+END
+$$;
+
+-- COMMENT: FUNCTION retrieve_hits(node_ids uuid[], scores real[], max_tokens integer)
+COMMENT ON FUNCTION hrag.retrieve_hits(node_ids uuid[], scores real[], max_tokens integer) IS 'The best non-overlapping context within max_tokens for hits from anywhere, with why each node was chosen';
+
 -- FUNCTION: search_hybrid(public.vector, text, integer, text, jsonb, real, integer, real)
 CREATE FUNCTION hrag.search_hybrid(query public.vector, query_text text, k integer DEFAULT 20, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb, lexical_weight real DEFAULT 0.3, candidates integer DEFAULT NULL::integer, min_relative_score real DEFAULT NULL::real) RETURNS TABLE(node_id uuid, parent_id uuid, document_id uuid, score real, vector_score real, lexical_score real)
     LANGUAGE plpgsql STABLE
     AS $$
 #variable_conflict use_column
 DECLARE
-    terms text[];
+    terms      text[];
+    idfs       real[];
+    total      real;
+    rare       text[] := '{}';
+    rare_df    bigint := 0;
+    weight     real;
+    term_row   record;
 BEGIN
+    PERFORM hrag._check_query(query, filter);
     PERFORM hrag._check_count(k, 'k');
     IF candidates IS NOT NULL THEN
         PERFORM hrag._check_count(candidates, 'candidates');
     END IF;
-    -- The ANN step dominates the cost (100 candidates cost 7x what 12 do), so
-    -- by default rescore 3k, at least 30: enough for the IDF weights to mean something.
     candidates := greatest(coalesce(candidates, 3 * k), k, 30);
     IF lexical_weight IS NULL OR lexical_weight < 0 OR lexical_weight > 1 OR lexical_weight = 'NaN' THEN
         RAISE EXCEPTION 'hrag: argument "lexical_weight" must be in [0, 1], got %', coalesce(lexical_weight::text, 'NULL')
@@ -695,33 +889,69 @@ BEGIN
         RAISE EXCEPTION 'hrag: argument "min_relative_score" must be in (0, 1], got %', min_relative_score
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    terms := hrag.lexical_terms(query_text);
+
+    terms := '{}';
+    idfs := '{}';
+    IF lexical_weight > 0 THEN
+        FOR term_row IN SELECT * FROM hrag._term_weights(hrag.lexical_terms(query_text), collection) LOOP
+            terms := terms || term_row.term;
+            idfs := idfs || term_row.idf;
+            IF cardinality(rare) = 0 OR rare_df + term_row.df <= 300 THEN
+                rare := rare || term_row.term;
+                rare_df := rare_df + term_row.df;
+            END IF;
+        END LOOP;
+    END IF;
+    total := coalesce((SELECT sum(x) FROM unnest(idfs) AS x), 0);
+    weight := CASE WHEN total > 0 THEN lexical_weight ELSE 0 END;
 
     RETURN QUERY
-    WITH candidate AS (
-        SELECT s.node_id, s.parent_id, s.document_id, s.score AS vector_score,
-               coalesce(n.lexical_terms, '{}') AS doc_terms
+    WITH vector_hit AS (
+        SELECT s.node_id, s.parent_id, s.document_id, s.score AS vector_score
           FROM hrag.search_leaves(query, candidates, collection, filter) AS s
-          JOIN hrag.nodes n ON n.id = s.node_id
     ),
-    -- smoothed inverse document frequency of each question term among the candidates
-    term_weight AS (
-        SELECT t.term,
-               ln(1.0 + (count(c.node_id) + 1.0)
-                        / (count(c.node_id) FILTER (WHERE t.term = ANY (c.doc_terms)) + 1.0)) AS weight
-          FROM unnest(terms) AS t(term)
-          CROSS JOIN candidate c
-         GROUP BY t.term
+    lexical_hit AS (
+        SELECT n.id AS node_id, n.parent_id, n.document_id, n.lexical_terms
+          FROM hrag.nodes n
+         WHERE cardinality(rare) > 0
+           AND n.lexical_terms && rare
+           AND n.lexical_terms IS NOT NULL
+           AND n.embedding IS NOT NULL
+           AND (search_hybrid.collection IS NULL OR n.collection = search_hybrid.collection)
+           AND (search_hybrid.filter IS NULL
+                OR n.metadata @> search_hybrid.filter
+                OR EXISTS (SELECT 1 FROM hrag.documents d
+                            WHERE d.id = n.document_id
+                              AND (d.metadata || n.metadata) @> search_hybrid.filter))
+         LIMIT 1000
+    ),
+    lexical_best AS (
+        SELECT l.node_id, l.parent_id, l.document_id,
+               (SELECT sum(w.idf) FROM unnest(terms, idfs) AS w(term, idf) WHERE w.term = ANY (l.lexical_terms))
+                   / total AS lexical_score
+          FROM lexical_hit l
+         ORDER BY 4 DESC, l.node_id
+         LIMIT candidates
+    ),
+    pool AS (
+        SELECT v.node_id, v.parent_id, v.document_id, v.vector_score FROM vector_hit v
+        UNION ALL
+        SELECT b.node_id, b.parent_id, b.document_id, (1 - (n.embedding <=> query))::real
+          FROM lexical_best b
+          JOIN hrag.nodes n ON n.id = b.node_id
+         WHERE NOT EXISTS (SELECT 1 FROM vector_hit v WHERE v.node_id = b.node_id)
     ),
     scored AS (
-        SELECT c.node_id, c.parent_id, c.document_id, c.vector_score,
-               coalesce((SELECT sum(w.weight) FROM term_weight w WHERE w.term = ANY (c.doc_terms))
-                        / nullif((SELECT sum(w.weight) FROM term_weight w), 0), 0)::real AS lexical_score
-          FROM candidate c
+        SELECT p.node_id, p.parent_id, p.document_id, p.vector_score,
+               CASE WHEN total > 0
+                    THEN coalesce((SELECT sum(w.idf) FROM unnest(terms, idfs) AS w(term, idf)
+                                    WHERE w.term = ANY (n.lexical_terms)), 0) / total
+                    ELSE 0 END::real AS lexical_score
+          FROM pool p
+          JOIN hrag.nodes n ON n.id = p.node_id
     ),
     ranked AS (
-        SELECT s.*,
-               ((1 - lexical_weight) * s.vector_score + lexical_weight * s.lexical_score)::real AS combined
+        SELECT s.*, ((1 - weight) * s.vector_score + weight * s.lexical_score)::real AS combined
           FROM scored s
          ORDER BY combined DESC, s.node_id
          LIMIT k
@@ -735,7 +965,7 @@ END
 $$;
 
 -- COMMENT: FUNCTION search_hybrid(query public.vector, query_text text, k integer, collection text, filter jsonb, lexical_weight real, candidates integer, min_relative_score real)
-COMMENT ON FUNCTION hrag.search_hybrid(query public.vector, query_text text, k integer, collection text, filter jsonb, lexical_weight real, candidates integer, min_relative_score real) IS 'The ANN step rescored by lexical overlap of query_text (English stems, CJK bigrams)';
+COMMENT ON FUNCTION hrag.search_hybrid(query public.vector, query_text text, k integer, collection text, filter jsonb, lexical_weight real, candidates integer, min_relative_score real) IS 'The candidate stage: ANN candidates plus lexical candidates from the whole collection, fused (cosine and IDF-weighted term coverage)';
 
 -- FUNCTION: search_leaves(public.vector, integer, text, jsonb)
 CREATE FUNCTION hrag.search_leaves(query public.vector, k integer DEFAULT 20, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb) RETURNS TABLE(node_id uuid, parent_id uuid, document_id uuid, score real)
@@ -828,6 +1058,18 @@ CREATE TABLE hrag.config (
     CONSTRAINT config_singleton_check CHECK (singleton)
 );
 
+-- TABLE: document_terms
+CREATE TABLE hrag.document_terms (
+    document_id uuid NOT NULL,
+    collection text NOT NULL,
+    term text NOT NULL,
+    leaves integer NOT NULL,
+    CONSTRAINT document_terms_leaves_check CHECK ((leaves > 0))
+);
+
+-- COMMENT: TABLE document_terms
+COMMENT ON TABLE hrag.document_terms IS 'Per document and lexical term, how many search targets contain it: the collection IDF statistics';
+
 -- TABLE: documents
 CREATE TABLE hrag.documents (
     id uuid NOT NULL,
@@ -838,10 +1080,15 @@ CREATE TABLE hrag.documents (
     metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    search_targets integer DEFAULT 0 NOT NULL,
     CONSTRAINT documents_collection_check CHECK (((collection <> ''::text) AND (length(collection) <= 256))),
     CONSTRAINT documents_metadata_check CHECK ((jsonb_typeof(metadata) = 'object'::text)),
+    CONSTRAINT documents_search_targets_check CHECK ((search_targets >= 0)),
     CONSTRAINT documents_source_check CHECK ((source <> ''::text))
 );
+
+-- COMMENT: COLUMN documents.search_targets
+COMMENT ON COLUMN hrag.documents.search_targets IS 'Number of embedded nodes of the document (the N of the lexical IDF), kept by hrag.refresh_document_terms';
 
 -- TABLE: nodes
 CREATE TABLE hrag.nodes (
@@ -872,6 +1119,7 @@ END) STORED,
     separator text DEFAULT '
 
 '::text NOT NULL,
+    subtree_tokens integer DEFAULT 0 NOT NULL,
     CONSTRAINT nodes_child_count_check CHECK ((child_count >= 0)),
     CONSTRAINT nodes_depth_check CHECK ((depth >= 0)),
     CONSTRAINT nodes_kind_check CHECK ((kind ~ '^[a-z][a-z0-9_]*$'::text)),
@@ -880,6 +1128,7 @@ END) STORED,
     CONSTRAINT nodes_root_has_depth_zero CHECK (((parent_id IS NULL) = (depth = 0))),
     CONSTRAINT nodes_seq_check CHECK ((seq >= 0)),
     CONSTRAINT nodes_subtree_range_valid CHECK ((subtree_end >= seq)),
+    CONSTRAINT nodes_subtree_tokens_check CHECK ((subtree_tokens >= 0)),
     CONSTRAINT nodes_token_count_check CHECK ((token_count >= 0))
 )
 WITH (autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_threshold='500');
@@ -892,6 +1141,9 @@ COMMENT ON COLUMN hrag.nodes.child_count IS 'Number of direct children: the deno
 
 -- COMMENT: COLUMN nodes.separator
 COMMENT ON COLUMN hrag.nodes.separator IS 'Text between the previous non-empty node (in seq order) and this node''s content in the original document';
+
+-- COMMENT: COLUMN nodes.subtree_tokens
+COMMENT ON COLUMN hrag.nodes.subtree_tokens IS 'Sum of token_count over the node''s subtree (nodes with text): the unit of hrag.retrieve''s budget';
 
 -- TABLE: tenant_collections
 CREATE TABLE hrag.tenant_collections (
@@ -909,6 +1161,10 @@ ALTER TABLE ONLY hrag.alembic_version
 -- CONSTRAINT: config config_pkey
 ALTER TABLE ONLY hrag.config
     ADD CONSTRAINT config_pkey PRIMARY KEY (singleton);
+
+-- CONSTRAINT: document_terms document_terms_pkey
+ALTER TABLE ONLY hrag.document_terms
+    ADD CONSTRAINT document_terms_pkey PRIMARY KEY (document_id, term);
 
 -- CONSTRAINT: documents documents_collection_source_key
 ALTER TABLE ONLY hrag.documents
@@ -938,6 +1194,9 @@ ALTER TABLE ONLY hrag.nodes
 ALTER TABLE ONLY hrag.tenant_collections
     ADD CONSTRAINT tenant_collections_pkey PRIMARY KEY (role_name, collection);
 
+-- INDEX: document_terms_term_idx
+CREATE INDEX document_terms_term_idx ON hrag.document_terms USING btree (term, collection) INCLUDE (leaves);
+
 -- INDEX: documents_metadata_idx
 CREATE INDEX documents_metadata_idx ON hrag.documents USING gin (metadata jsonb_path_ops);
 
@@ -947,11 +1206,18 @@ CREATE INDEX nodes_collection_idx ON hrag.nodes USING btree (collection) WHERE (
 -- INDEX: nodes_embedding_hnsw_idx
 CREATE INDEX nodes_embedding_hnsw_idx ON hrag.nodes USING hnsw (embedding public.vector_cosine_ops) WITH (m='16', ef_construction='64');
 
+-- INDEX: nodes_lexical_terms_idx
+CREATE INDEX nodes_lexical_terms_idx ON hrag.nodes USING gin (lexical_terms) WHERE (lexical_terms IS NOT NULL);
+
 -- INDEX: nodes_metadata_idx
 CREATE INDEX nodes_metadata_idx ON hrag.nodes USING gin (metadata jsonb_path_ops);
 
 -- INDEX: nodes_parent_idx
 CREATE INDEX nodes_parent_idx ON hrag.nodes USING btree (parent_id, "position");
+
+-- FK CONSTRAINT: document_terms document_terms_document_id_collection_fkey
+ALTER TABLE ONLY hrag.document_terms
+    ADD CONSTRAINT document_terms_document_id_collection_fkey FOREIGN KEY (document_id, collection) REFERENCES hrag.documents(id, collection) ON UPDATE CASCADE ON DELETE CASCADE;
 
 -- FK CONSTRAINT: nodes nodes_document_fk
 ALTER TABLE ONLY hrag.nodes
@@ -960,6 +1226,12 @@ ALTER TABLE ONLY hrag.nodes
 -- FK CONSTRAINT: nodes nodes_parent_fk
 ALTER TABLE ONLY hrag.nodes
     ADD CONSTRAINT nodes_parent_fk FOREIGN KEY (parent_id, document_id, parent_depth) REFERENCES hrag.nodes(id, document_id, depth) ON DELETE CASCADE;
+
+-- ROW SECURITY: document_terms
+ALTER TABLE hrag.document_terms ENABLE ROW LEVEL SECURITY;
+
+-- POLICY: document_terms document_terms_by_collection
+CREATE POLICY document_terms_by_collection ON hrag.document_terms USING (((( SELECT hrag.visible_collections() AS visible_collections) IS NULL) OR (collection = ANY (( SELECT hrag.visible_collections() AS visible_collections)::text[])))) WITH CHECK (((( SELECT hrag.visible_collections() AS visible_collections) IS NULL) OR (collection = ANY (( SELECT hrag.visible_collections() AS visible_collections)::text[]))));
 
 -- ROW SECURITY: documents
 ALTER TABLE hrag.documents ENABLE ROW LEVEL SECURITY;
