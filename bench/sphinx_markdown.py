@@ -201,8 +201,7 @@ class _Renderer:
         if tag == "div" and ("admonition" in classes or "seealso" in classes):
             return self.admonition(el)
         if tag in ("ul", "ol"):
-            lines = self.list_lines(el, 0)
-            return ["\n".join(lines)] if lines else []
+            return self.list_blocks(el)
         if tag == "dl":
             return self.definitions(el)
         if tag == "table":
@@ -237,28 +236,25 @@ class _Renderer:
                 out.extend(self.block(child))
         return out
 
-    def list_lines(self, el: Element, depth: int) -> list[str]:
-        lines: list[str] = []
+    def list_blocks(self, el: Element) -> list[str]:
+        """A list: one block of ``-``/``1.`` lines when every item is one line, else one block per item
+        with the item's further paragraphs, code and nested lists indented under its marker."""
+        items: list[list[str]] = []
         number = int(el.attrs.get("start", "1") or 1)
-        indent = "  " * depth
         for item in (c for c in el.children if isinstance(c, Element) and c.tag == "li"):
             marker = f"{number}." if el.tag == "ol" else "-"
             number += 1
-            text_parts: list[Element | str] = []
-            nested: list[str] = []
-            for child in item.children:
-                if isinstance(child, Element) and child.tag in ("ul", "ol"):
-                    nested.extend(self.list_lines(child, depth + 1))
-                elif isinstance(child, Element) and (child.tag == "pre" or any(
-                        c.startswith("highlight-") for c in child.classes)):
-                    code = self.block(child)
-                    nested.extend(line for block in code for line in block.splitlines())
-                else:
-                    text_parts.append(child)
-            text = inline_text(Element("li", {}, text_parts))
-            lines.append(f"{indent}{marker} {text}".rstrip())
-            lines.extend(nested)
-        return lines
+            blocks = self.blocks(item) or [""]
+            pad = " " * (len(marker) + 1)
+            first = f"{marker} {blocks[0]}".rstrip() if "\n" not in blocks[0] else (
+                f"{marker} " + blocks[0].replace("\n", "\n" + pad))
+            rest = ["\n".join(pad + line if line else line for line in b.splitlines()) for b in blocks[1:]]
+            items.append([first, *rest])
+        if not items:
+            return []
+        if all(len(parts) == 1 and "\n" not in parts[0] for parts in items):
+            return ["\n".join(parts[0] for parts in items)]
+        return ["\n\n".join(parts) for parts in items]
 
     def table(self, el: Element) -> list[str]:
         rows: list[list[str]] = []
