@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
-sys.path.insert(0, str(BENCH))
+sys.path.append(str(BENCH))  # after the installed packages: bench/ holds generic names (common, run)
 
 import fetch_corpus
 import validate_questions
