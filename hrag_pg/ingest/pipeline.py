@@ -16,8 +16,8 @@ from .children import QuestionGenerator, add_qa_children, extract_facts, split_p
 from .flatten import FlatDocument, flatten
 from .groups import group_wide_parents
 from .limits import enforce_parent_limit
-from .packing import pack_short_leaves
 from .loaders import load_document
+from .packing import pack_short_leaves
 from .tokens import DEFAULT_COUNTER, CachedCounter, TokenCounter
 from .tree import DocumentTree
 
