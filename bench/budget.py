@@ -1,0 +1,158 @@
+"""Context quality per token: every hrag-pg mode at fixed token budgets, on any corpus.
+
+    python bench/budget.py --small                       # pgdocs, 40 files
+    python bench/budget.py --corpus bench/.data/corpora/pystdlib \
+        --questions bench/questions/pystdlib.jsonl --name pystdlib --small
+
+Ingests the corpus once into its own database (``hrag_bench_budget_<name>``;
+``--reuse`` keeps an existing one), then asks every question in each mode
+with the defaults the Python API and the CLI use, and scores snippet recall
+after cutting each context to the budget in the mode's own order (passages
+whole while they fit, the next one cut: as ``run.py`` does).  The budget
+mode (``hrag.retrieve``) chooses its context within the budget itself.
+Latency is the SQL statement alone (question embedded beforehand), p50 over
+the questions.  Writes ``bench/results/budget-<name>.md`` with the commit,
+date and load average it ran at.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import benchdb
+import common
+from run import git_revision
+
+from hrag_pg import db
+from hrag_pg.api import HRAG
+from hrag_pg.evaluation import snippets_found, truncate_passages, truncator_for
+from hrag_pg.ingest.pipeline import IngestOptions
+
+BUDGETS = (1000, 2000, 4000)
+COLLECTION = "bench"
+
+# The statements the Python layer sends with its defaults (see hrag_pg/queries.py).
+AUTO = "SELECT content FROM hrag.retrieve(%(q)s, %(qt)s, %(b)s, %(c)s) ORDER BY rank"
+AUTO_MERGE = """
+WITH hit AS (SELECT node_id, score
+               FROM hrag.search_hybrid(%(q)s, %(qt)s, hrag.sample_hits(12, %(c)s), %(c)s))
+SELECT content FROM hrag.auto_merge_hits(ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id),
+                                         ARRAY(SELECT score FROM hit ORDER BY score DESC, node_id), 0.5)
+ ORDER BY rank"""
+PARENT_CHILD = """
+WITH hit AS (SELECT node_id, score FROM hrag.search_hybrid(%(q)s, %(qt)s, 60, %(c)s, NULL, 0.3, 60))
+SELECT content FROM hrag.parent_child_hits(ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id),
+                                           ARRAY(SELECT score FROM hit ORDER BY score DESC, node_id), 4, 20)
+ ORDER BY rank"""
+
+
+def main() -> int:
+    here = Path(__file__).resolve().parent
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", type=Path, default=here.parent.parent / "shared" / "corpus" / "pgdocs")
+    parser.add_argument("--questions", type=Path, default=here / "questions" / "pgdocs.jsonl")
+    parser.add_argument("--name", default="pgdocs")
+    parser.add_argument("--small", action="store_true", help="40 files (the evidence files first)")
+    parser.add_argument("--pack-tokens", type=int, default=None, help="ingestion packing (default: hrag's)")
+    parser.add_argument("--reuse", action="store_true", help="keep an already ingested database")
+    parser.add_argument("--data-dir", type=Path, default=here / ".data" / "pg")
+    args = parser.parse_args()
+
+    questions = common.read_questions(args.questions)
+    files = common.select_files(args.corpus, questions, small=args.small)
+    questions = common.answerable(questions, files)
+    name = f"{args.name}{'-small' if args.small else ''}"
+    dbname = f"hrag_bench_budget_{name.replace('-', '_')}"
+    options = IngestOptions() if args.pack_tokens is None else IngestOptions(pack_tokens=args.pack_tokens)
+
+    if args.reuse:
+        url = db.sqlalchemy_url(benchdb._with_database(benchdb.maintenance_url(args.data_dir), dbname))
+    else:
+        url = benchdb.fresh_database(args.data_dir, dbname)
+    hrag = HRAG(url)
+    ingest_seconds = None
+    if not args.reuse:
+        started = time.perf_counter()
+        report = hrag.ingest(files, collection=COLLECTION, options=options, bulk=True)
+        ingest_seconds = time.perf_counter() - started
+        print(f"ingested {len(report.results)} files ({report.nodes} nodes) in {ingest_seconds:.0f} s", flush=True)
+
+    truncator = truncator_for(hrag.embedder)
+    vectors = hrag.embedder.embed([q["question"] for q in questions])
+    conn = psycopg.connect(db.libpq_url(url))
+    register_vector(conn)
+    leaves, leaf_tokens = conn.execute(
+        "SELECT count(*), round(avg(token_count)) FROM hrag.nodes WHERE embedding IS NOT NULL").fetchone()
+
+    modes: list[tuple[str, str, list[int]]] = [
+        ("auto (hrag.retrieve, budget-aware)", AUTO, list(BUDGETS)),
+        ("auto-merge (top_k 12, threshold 0.5), cut", AUTO_MERGE, [0]),
+        ("parent-child (20 children, 4 parents), cut", PARENT_CHILD, [0]),
+    ]
+    rows: list[dict[str, Any]] = []
+    for label, sql, budgets in modes:
+        for budget in budgets:
+            contexts, latencies = [], []
+            for q, v in zip(questions, vectors, strict=True):
+                started = time.perf_counter()
+                passages = [r[0] for r in conn.execute(sql, {"q": v, "qt": q["question"], "b": budget or 2000,
+                                                             "c": COLLECTION})]
+                latencies.append((time.perf_counter() - started) * 1000)
+                contexts.append(passages)
+            for cut in (BUDGETS if budget == 0 else [budget]):
+                recall: dict[str, list[float]] = {"narrow": [], "broad": []}
+                tokens: list[int] = []
+                for q, passages in zip(questions, contexts, strict=True):
+                    kept = truncate_passages(passages, cut, truncator)
+                    found = snippets_found(kept, q["evidence"])
+                    recall[q["kind"]].append(sum(found) / len(found))
+                    tokens.append(sum(truncator.count(p) for p in kept))
+                rows.append({"mode": label, "budget": cut,
+                             "narrow": statistics.mean(recall["narrow"]), "broad": statistics.mean(recall["broad"]),
+                             "tokens": statistics.mean(tokens), "p50": statistics.median(latencies)})
+                print(f"{label:45} @{cut:5}  narrow {rows[-1]['narrow']:.2f}  broad {rows[-1]['broad']:.2f}  "
+                      f"tokens {rows[-1]['tokens']:6.0f}  p50 {rows[-1]['p50']:.1f} ms", flush=True)
+
+    load = os.getloadavg()[0]
+    lines = [
+        f"# Context quality per token: {name}",
+        "",
+        f"Corpus: {len(files)} files from `{args.corpus.name}`, {len(questions)} questions "
+        f"({sum(q['kind'] == 'narrow' for q in questions)} narrow, {sum(q['kind'] == 'broad' for q in questions)} "
+        f"broad) from `{args.questions.name}`; {leaves:,} search targets of {leaf_tokens:.0f} tokens on average. "
+        f"Ingestion options: {options}.",
+        f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, load average "
+        f"{load:.1f} (2 cores; latencies are the SQL statement alone and rough under load).",
+        f"hrag-pg commit: {git_revision()}",
+        "",
+        "Recall: share of a question's evidence snippets found verbatim in one passage of the context. "
+        "'cut': the mode's passages in its own order, whole while they fit, the next one cut at the budget; "
+        "the budget mode chooses within the budget itself.",
+        "",
+        "| mode | budget | narrow recall | broad recall | mean tokens | p50 ms |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    lines += [f"| {r['mode']} | {r['budget']:,} | {r['narrow']:.2f} | {r['broad']:.2f} | {r['tokens']:,.0f} | "
+              f"{r['p50']:.1f} |" for r in rows]
+    if ingest_seconds is not None:
+        lines += ["", f"Ingestion: {ingest_seconds:.0f} s (bulk load)."]
+    out = here / "results" / f"budget-{name}.md"
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
