@@ -61,7 +61,7 @@ SELECT content FROM hrag.parent_child_hits(ARRAY(SELECT node_id FROM hit ORDER B
 def main() -> int:
     here = Path(__file__).resolve().parent
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", type=Path, default=here.parent.parent / "shared" / "corpus" / "pgdocs")
+    parser.add_argument("--corpus", type=Path, default=common.DEFAULT_CORPUS)
     parser.add_argument("--questions", type=Path, default=here / "questions" / "pgdocs.jsonl")
     parser.add_argument("--name", default="pgdocs")
     parser.add_argument("--small", action="store_true", help="40 files (the evidence files first)")
