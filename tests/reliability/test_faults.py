@@ -26,6 +26,8 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
+import hrag_pg.api as api_module
+import hrag_pg.repository as repository_module
 from hrag_pg import db, embedded, migrate
 from hrag_pg.api import HRAG
 from hrag_pg.cli import app
@@ -352,9 +354,7 @@ def test_statement_timeout_during_a_write_releases_the_source_lock(
 
     The write is blocked (a row lock on one of the document's nodes, held by
     another session) after it took the source's advisory lock; the server's
-    ``statement_timeout`` cancels it.  The write path still surfaces the
-    driver's OperationalError (QueryCanceled): tests/integration/test_ingest_write.py
-    pins that type for failures during a write.
+    ``statement_timeout`` cancels it and the writer gets hrag's QueryCancelled.
     """
     source = "timeout/handbook.md"
     hrag.ingest_tree(parse_markdown(handbook(2, 4), source))
@@ -368,7 +368,7 @@ def test_statement_timeout_during_a_write_releases_the_source_lock(
         pids: list[int] = []
         sa.event.listen(timed.engine, "checkout", lambda dbapi, _r, _p: pids.append(dbapi.info.backend_pid))
         new = prepare_tree_of(handbook(2, 4, tag="v2"), source, embedder)
-        with pytest.raises((sa.exc.OperationalError, QueryCancelled)) as raised:
+        with pytest.raises(QueryCancelled) as raised:
             timed.write_document(new, embedder)
         assert "statement timeout" in str(raised.value)
 
@@ -387,3 +387,98 @@ def test_statement_timeout_during_a_write_releases_the_source_lock(
     assert timed.write_document(new, embedder).status == "updated"
     assert timed.node_text(root_id(sql, source)) == expected_text(new)
     timed.engine.dispose()
+
+
+# ------------------------------------------- 4. connection lost during a write
+
+
+def test_connection_lost_mid_copy_fails_that_file_clearly_and_the_batch_goes_on(
+    hrag: HRAG, sql: psycopg.Connection, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``hrag ingest a.md b.md c.md`` while b.md's writing backend is terminated mid-COPY.
+
+    b.md is reported as failed with hrag's ConnectionLost sentence (no driver
+    text such as "[SQL:" or "Background on this error"), its previous version
+    is intact and nothing of its new version is stored; a.md and c.md are
+    written; the exit status is 1.  Before the fix the batch stopped with
+    ``psycopg.OperationalError: terminating connection due to administrator
+    command``.
+    """
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    paths = {name: docs / f"{name}.md" for name in ("a", "b", "c")}
+    paths["b"].write_text(handbook(3, 6), encoding="utf-8")
+    assert hrag.ingest([paths["b"]], stop_on_error=True).results[0].status == "created"
+    before = snapshot(sql, paths["b"])
+    for name, path in paths.items():
+        path.write_text(handbook(4, 8, tag=f"new-{name}"), encoding="utf-8")
+
+    monkeypatch.setattr(repository_module, "COPY_CHUNK", 5)
+    killed: list[int] = []
+    write_document = Repository.write_document
+
+    def terminate_own_backend(written: int) -> None:
+        """after_chunk of b.md's write: terminate the backend running the COPY, once."""
+        if killed:
+            return
+        with psycopg.connect(db.libpq_url(db_url), autocommit=True) as killer:
+            for (pid,) in killer.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND query LIKE 'COPY hrag.nodes%'"
+            ).fetchall():
+                assert killer.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,)).fetchone()[0]
+                killed.append(pid)
+
+    def write_with_fault(self: Repository, doc: FlatDocument, *args: Any, **kwargs: Any) -> Any:
+        if doc.source.endswith("b.md"):
+            kwargs["after_chunk"] = terminate_own_backend
+        return write_document(self, doc, *args, **kwargs)
+
+    monkeypatch.setattr(Repository, "write_document", write_with_fault)
+    embedder = HashingEmbedder()
+    monkeypatch.setattr(api_module, "default_embedder", lambda model=None: embedder)
+    result = CliRunner().invoke(app, ["ingest", str(docs), "--json"], env={"HRAG_DATABASE_URL": db_url})
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert len(killed) == 1, "exactly b.md's writing backend was terminated"
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    assert sorted(Path(r["source"]).name for r in report["results"]) == ["a.md", "c.md"]
+    assert {r["status"] for r in report["results"]} == {"created"}
+    [failed] = report["failed"]
+    assert Path(failed["path"]).name == "b.md"
+    assert "The connection to PostgreSQL" in failed["error"] and "was lost during the call" in failed["error"]
+    # The first failure (the COPY's), not the rollback's "the connection is lost" that follows it.
+    assert "server closed the connection" in failed["error"] or "terminating connection" in failed["error"]
+    assert "[SQL:" not in failed["error"] and "Background on this error" not in failed["error"]
+
+    assert_same(before, snapshot(sql, paths["b"]))
+    assert sql.execute("SELECT count(*) FROM hrag.nodes WHERE content LIKE '%%new-b%%'").fetchone()[0] == 0
+    for name in ("a", "c"):
+        assert sql.execute("SELECT count(*) FROM hrag.nodes WHERE content LIKE %s",
+                           (f"%new-{name}:%",)).fetchone()[0] == 32
+    assert hrag.repository.check_integrity() == []
+
+
+def test_connection_lost_mid_copy_raises_connection_lost_from_the_python_api(
+    hrag: HRAG, sql: psycopg.Connection, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``write_document`` itself raises ConnectionLost (an HragError), and the next write works."""
+    path = tmp_path / "handbook.md"
+    path.write_text(handbook(3, 6), encoding="utf-8")
+    hrag.ingest([path], stop_on_error=True)
+    before = snapshot(sql, path)
+    path.write_text(handbook(4, 8, tag="v2"), encoding="utf-8")
+    probe = HashingEmbedder()
+    new = prepare_file(path, IngestOptions(), model_name=probe.model_name, counter=probe.token_counter)
+    monkeypatch.setattr(repository_module, "COPY_CHUNK", 5)
+
+    def terminate(written: int) -> None:
+        with psycopg.connect(db.libpq_url(db_url), autocommit=True) as killer:
+            killer.execute("SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "
+                           "WHERE datname = current_database() AND query LIKE 'COPY hrag.nodes%'")
+
+    with pytest.raises(ConnectionLost, match="was lost during the call .*(server closed|terminating)"):
+        hrag.repository.write_document(new, probe, after_chunk=terminate)
+    assert_same(before, snapshot(sql, path))
+    assert hrag.repository.write_document(new, probe).status == "updated"
+    assert hrag.repository.node_text(root_id(sql, path)) == expected_text(new)
