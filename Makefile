@@ -28,7 +28,8 @@ test: install  ## the whole suite on PostgreSQL 18, then the database layers aga
 PG16_DIR := .pg16
 test-pg16: install  ## integration, migration and reliability tests against PostgreSQL 16 + pgvector 0.8.5
 	@url=$$($(BIN)/python tests/pg_majors.py start 16 $(PG16_DIR)) && \
-	  HRAG_TEST_DATABASE_URL=$$url $(BIN)/python -m pytest -q tests/integration tests/migration tests/reliability; \
+	  HRAG_TEST_DATABASE_URL=$$url HRAG_TEST_PG_MAJOR=16 HRAG_TEST_PG_DATADIR=$(abspath $(PG16_DIR)) \
+	  $(BIN)/python -m pytest -q tests/integration tests/migration tests/reliability; \
 	  rc=$$?; $(BIN)/python tests/pg_majors.py stop 16 $(PG16_DIR); exit $$rc
 
 lint: install
