@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-pg16 lint bench clean
+.PHONY: install demo test test-pg16 lint check-docs bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ test-pg16: install  ## integration, migration and reliability tests against Post
 	  HRAG_TEST_DATABASE_URL=$$url HRAG_TEST_PG_MAJOR=16 HRAG_TEST_PG_DATADIR=$(abspath $(PG16_DIR)) \
 	  $(BIN)/python -m pytest -q tests/integration tests/migration tests/reliability; \
 	  rc=$$?; $(BIN)/python tests/pg_majors.py stop 16 $(PG16_DIR); exit $$rc
+
+check-docs:  ## every figure of the README's Performance section is in the results file it cites, measured at HEAD or marked
+	$(PYTHON) bench/check_docs.py
 
 lint: install
 	$(BIN)/ruff check hrag_pg tests bench
