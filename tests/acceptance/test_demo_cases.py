@@ -69,7 +69,7 @@ EXPECTED = [
              ("ウイルス対策ソフトをインストール", "6桁以上のパスコード", "24時間以内に情報システム部へ報告"),
              ("8.1", "8.2", "8.3"), ()),
     Expected("How long are messages kept before they are deleted?", "parent-child", "manual", {},
-             "Retention Policies", "Retention Policies", ("72 hours",), None, ("Scheduled Snapshots",)),
+             "Retention Policies", "Retention Policies", ("The default retention period is 72 hours",), None, ()),
 ]
 
 
