@@ -212,14 +212,10 @@ def test_readers_during_reingestion_see_one_whole_version_never_a_mix_never_noth
     the delete and the new rows separately (an empty window) or part of the
     rows before the rest (a mixed window) fails this test.
 
-    Known bug, reported (the SQL is not this test's to change): with
-    ``new-shape`` hrag.parent_child sometimes returns *nothing* while the
-    writer's transaction is open (about 5 of 150 calls here), because its
-    HNSW walk, unlike hrag.search_leaves, has no exact-scan fallback when the
-    index yields no visible row.  Those calls end the test as xfail — only
-    after every other call was checked, so a mix or an empty auto-merge still
-    fails it.  Sequentially the same flips never return nothing
-    (test_search_after_repeated_reingestion_still_finds_every_leaf).
+    Before revision 0007, hrag.parent_child walked the HNSW index without
+    the exact-scan fallback of hrag.search_leaves and returned nothing in
+    about 5 of 150 ``new-shape`` calls; it now reads its hits from
+    search_leaves, and this test pins that it never returns nothing.
     """
     source = "flip/manual.md"
     probe = HashingEmbedder()
@@ -237,8 +233,7 @@ def test_readers_during_reingestion_see_one_whole_version_never_a_mix_never_noth
 
     readers_done = threading.Event()
     writes: list[str] = []
-    seen: dict[str, int] = {"A": 0, "B": 0, "empty": 0}
-    known_empty: list[str] = []
+    seen: dict[str, int] = {"A": 0, "B": 0}
 
     def writer() -> None:
         started = time.monotonic()
@@ -250,11 +245,7 @@ def test_readers_during_reingestion_see_one_whole_version_never_a_mix_never_noth
             writes.append(name)
 
     def version_of(kind: str, results: list[Any]) -> str:
-        if not results:
-            if (shape, kind) == ("new-shape", "parent-child"):
-                known_empty.append(kind)  # the known hrag.parent_child bug (see the docstring)
-                return "empty"
-            raise AssertionError(f"{kind} returned nothing while the document was being re-ingested")
+        assert results, f"{kind} returned nothing while the document was being re-ingested"
         possible = {"A", "B"}
         for r in results:
             assert r.content, f"empty content for {r.node_id}"
@@ -290,14 +281,9 @@ def test_readers_during_reingestion_see_one_whole_version_never_a_mix_never_noth
 
     errors = run_threads([(writer, ()), (readers, ())], timeout=60)
     writer_hrag.repository.engine.dispose()
-    print(f"{shape}: writes {len(writes)}, retrievals seeing A {seen['A']}, B {seen['B']}, "
-          f"nothing {seen['empty']}")
+    print(f"{shape}: writes {len(writes)}, retrievals seeing A {seen['A']}, B {seen['B']}")
     assert errors == []
     assert len(writes) >= 2 and seen["A"] and seen["B"], "the readers did not overlap the re-ingestion"
-    if known_empty:
-        pytest.xfail(f"hrag.parent_child returned nothing {len(known_empty)} times while the tree was "
-                     "rewritten with a new shape (its HNSW walk has no exact-scan fallback, unlike "
-                     "hrag.search_leaves); no mixed result was seen")
 
 
 def test_search_after_repeated_reingestion_still_finds_every_leaf(db_url: str, sql: psycopg.Connection) -> None:
