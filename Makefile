@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-pg16 lint check-docs bench clean
+.PHONY: install demo test test-pg16 lint check-docs schema bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,8 +35,12 @@ test-pg16: install  ## integration, migration and reliability tests against Post
 check-docs:  ## every figure of the README's Performance section is in the results file it cites, measured at HEAD or marked
 	$(PYTHON) bench/check_docs.py
 
-lint: install
+lint: install  ## ruff (pinned rules in pyproject.toml) on the code, mypy on the shipped package
 	$(BIN)/ruff check hrag_pg tests bench
+	$(BIN)/mypy hrag_pg
+
+schema: install  ## regenerate hrag_pg/sql/schema.sql (the head schema) after adding a revision
+	$(BIN)/python -m hrag_pg.schema_dump
 
 bench: install  ## small benchmark against LlamaIndex and LangChain (minutes); see bench/README.md
 	bash bench/setup_peers.sh

@@ -68,7 +68,7 @@ class LexicalOverlapReranker:
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         terms = _terms(query)
         scores = [len(terms & _terms(t)) / len(terms) for t in texts]
-        self.scored = list(zip(texts, scores))
+        self.scored = list(zip(texts, scores, strict=True))
         return scores
 
     def best(self, n: int) -> list[str]:

@@ -57,7 +57,7 @@ def test_an_uncited_paragraph_with_figures_is_reported(check_docs: ModuleType, t
     assert any("cite no results file" in p for p in problems), problems
 
 
-@pytest.mark.parametrize("written,value,places", [("1.7k", 1700.0, -2), ("6.3 M", 6_300_000.0, -5),
+@pytest.mark.parametrize(("written", "value", "places"), [("1.7k", 1700.0, -2), ("6.3 M", 6_300_000.0, -5),
                                                   ("2,000", 2000.0, 0), ("79", 79.0, 0), ("0.58", 0.58, 2)])
 def test_figures_are_read_with_their_precision(check_docs: ModuleType, written: str, value: float,
                                                places: int) -> None:
