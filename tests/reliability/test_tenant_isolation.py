@@ -387,6 +387,9 @@ PROBES: dict[str, str] = {
     "hrag.retrieve_hits(uuid[],real[],integer)":
         "SELECT * FROM hrag.retrieve_hits(%(b_leaves)s, %(scores)s::real[], 100000)",
     "hrag._subtree_text(uuid,integer,integer)": "SELECT hrag._subtree_text(%(b_doc)s, 0, 1000000)",
+    # A count of b's search targets is b's data too: it shows as the marker 'b' when visible.
+    "hrag.sample_hits(integer,text,real)":
+        "SELECT CASE WHEN hrag.sample_hits(1000, 'b', 1.0) > 1 THEN 'b' END",
     "hrag._term_weights(text[],text)":
         "SELECT * FROM hrag._term_weights(hrag.lexical_terms(%(b_all_text)s), %(collection)s)",
 }
