@@ -1,0 +1,13 @@
+-- Revert revision 0009 on a single node (a distributed installation cannot
+-- go back: undistribute its tables first with Citus's undistribute_table).
+
+DROP FUNCTION hrag.distribute(integer);
+DROP FUNCTION hrag.collection_visible(text);
+DROP FUNCTION hrag.is_member_of(name);
+
+ALTER TABLE hrag.nodes DROP CONSTRAINT nodes_document_fk;
+ALTER TABLE hrag.nodes ADD CONSTRAINT nodes_document_fk FOREIGN KEY (document_id, collection)
+    REFERENCES hrag.documents (id, collection) ON DELETE CASCADE ON UPDATE CASCADE;
+
+ALTER TABLE hrag.nodes DROP CONSTRAINT nodes_pkey;
+ALTER TABLE hrag.nodes ADD CONSTRAINT nodes_pkey PRIMARY KEY (id);
