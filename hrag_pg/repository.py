@@ -217,7 +217,9 @@ class Repository:
                        SET title = EXCLUDED.title,
                            content_hash = EXCLUDED.content_hash,
                            metadata = EXCLUDED.metadata,
-                           updated_at = now()
+                           -- the proposed row's default, now(): Citus refuses
+                           -- non-immutable functions in DO UPDATE SET
+                           updated_at = EXCLUDED.updated_at
                     """
                 ),
                 {"id": doc.id, "collection": doc.collection, "source": doc.source, "title": doc.title,

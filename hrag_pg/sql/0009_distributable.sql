@@ -36,6 +36,31 @@ ALTER TABLE hrag.nodes ADD CONSTRAINT nodes_document_fk FOREIGN KEY (document_id
     REFERENCES hrag.documents (id, collection) ON DELETE CASCADE;
 
 -- ---------------------------------------------------------------------------
+-- hrag.node_text(document_id, node_id): a node's full text, looked up with
+-- its document id.  The same text as hrag.node_text(node_id), but both scans
+-- filter on the distribution column, so on Citus it runs on the one shard
+-- that holds the document (hrag.distribute() also makes it a distributed
+-- function, so the whole call is delegated to that shard's worker); on a
+-- single node it reads the primary key instead of the id index.  NULL for
+-- an unknown (document, node) pair.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION hrag.node_text(document_id uuid, node_id uuid)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    SELECT coalesce(
+               (SELECT string_agg(d.content, E'\n\n' ORDER BY d.seq)
+                  FROM hrag.nodes d
+                 WHERE d.document_id = node_text.document_id
+                   AND d.seq BETWEEN n.seq AND n.subtree_end
+                   AND d.content <> ''),
+               '')
+      FROM hrag.nodes n
+     WHERE n.document_id = node_text.document_id
+       AND n.id = node_text.node_id
+$$;
+
+-- ---------------------------------------------------------------------------
 -- Policy helpers without subqueries (Citus evaluates policies on the shards).
 -- ---------------------------------------------------------------------------
 CREATE FUNCTION hrag.is_member_of(role_name name)
@@ -74,6 +99,8 @@ AS $$
 DECLARE
     spec   record;
     method text;
+    tbl    text;
+    moved  text[] := '{}';
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
         RAISE EXCEPTION 'hrag: this server has no Citus extension, so there is nothing to distribute over (run hrag.distribute() on a Citus coordinator after CREATE EXTENSION citus)'
@@ -83,6 +110,10 @@ BEGIN
         RAISE EXCEPTION 'hrag: argument "shard_count" must be between 1 and 64000, got %', shard_count
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+
+    -- One connection per worker for the whole call: Citus distributes a
+    -- function only in a transaction that has not fanned out in parallel.
+    PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
 
     -- Single-node constructs Citus cannot hold (see the header of this file).
     -- Only while the tables are still local: a distributed table has none.
@@ -130,9 +161,29 @@ BEGIN
             PERFORM create_distributed_table(spec.tbl::regclass, spec.col, colocate_with => spec.colocate);
             distribution := 'by ' || spec.col || ', colocated with ' || spec.colocate;
         END IF;
+        moved := spec.tbl || moved;
         table_name := spec.tbl; action := 'distributed';
         RETURN NEXT;
     END LOOP;
+    -- The rows were copied to the shards; free their now invisible local copies
+    -- (referencing tables first).
+    FOREACH tbl IN ARRAY moved LOOP
+        PERFORM truncate_local_data_after_distributing_table(tbl::regclass);
+    END LOOP;
+
+    -- Per-document functions run where the document lives: a call is
+    -- delegated to the worker holding the shard of its document_id argument.
+    IF NOT EXISTS (SELECT 1 FROM pg_dist_object
+                    WHERE objid = 'hrag.node_text(uuid, uuid)'::regprocedure
+                      AND distribution_argument_index IS NOT NULL) THEN
+        PERFORM create_distributed_function('hrag.node_text(uuid, uuid)'::regprocedure, 'document_id',
+                                            colocate_with => 'hrag.nodes');
+        action := 'distributed';
+    ELSE
+        action := 'already distributed';
+    END IF;
+    table_name := 'hrag.node_text(uuid, uuid)'; distribution := 'by document_id, colocated with hrag.nodes';
+    RETURN NEXT;
 END
 $$;
 

@@ -2,6 +2,7 @@
 -- go back: undistribute its tables first with Citus's undistribute_table).
 
 DROP FUNCTION hrag.distribute(integer);
+DROP FUNCTION hrag.node_text(uuid, uuid);
 DROP FUNCTION hrag.collection_visible(text);
 DROP FUNCTION hrag.is_member_of(name);
 

@@ -1,0 +1,146 @@
+"""hrag-pg on a real Citus cluster: distribute, ingest, re-ingest, delete, and what the functions do there.
+
+The cluster (coordinator + 2 workers, see conftest.py) is migrated and
+distributed once per session; each test writes its own collection.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from pgvector.psycopg import register_vector
+from typer.testing import CliRunner
+
+from hrag_pg import db, migrate
+from hrag_pg.api import HRAG
+from hrag_pg.cli import app
+from hrag_pg.distribute import distribute
+from hrag_pg.errors import ConfigurationError
+from tests.distributed.cluster import CitusCluster
+from tests.embedders import HashingEmbedder
+
+EXAMPLES = Path(migrate.MIGRATIONS_DIR).parent / "examples"
+QUESTION = "試用期間中の通勤手当と昼食手当 allowance during probation"
+
+
+def _libpq(url: str) -> str:
+    return db.libpq_url(url)
+
+
+def _write_corpus(tmp_path: Path, count: int) -> Path:
+    """``count`` small Markdown documents with two sections of three paragraphs each."""
+    for i in range(count):
+        sections = "\n\n".join(
+            f"## Section {s} of document {i}\n\n"
+            + "\n\n".join(f"Paragraph {p} of section {s} in document {i} talks about topic {(i + p) % 7}."
+                          for p in range(3))
+            for s in range(2)
+        )
+        (tmp_path / f"doc{i:02}.md").write_text(f"# Document {i}\n\n{sections}\n", encoding="utf-8")
+    return tmp_path
+
+
+def _ingest(url: str, paths: list[Path], collection: str) -> list[str]:
+    hrag = HRAG(url, embedder=HashingEmbedder())
+    report = hrag.ingest(paths, collection=collection, stop_on_error=True)
+    return [r.status for r in report.results]
+
+
+def _plan(conn: psycopg.Connection, sql: str, args: tuple[object, ...] = ()) -> str:
+    return "\n".join(row[0] for row in conn.execute("EXPLAIN (COSTS OFF) " + sql, args))
+
+
+# ------------------------------------------------------------------ distribute
+
+
+def test_distribute_makes_documents_and_nodes_colocated_and_small_tables_reference_tables(cluster_url: str) -> None:
+    with psycopg.connect(_libpq(cluster_url)) as conn:
+        tables = dict(conn.execute(
+            "SELECT table_name::text, citus_table_type || ':' || distribution_column || ':' || colocation_id "
+            "FROM citus_tables WHERE table_name::text LIKE 'hrag.%'").fetchall())
+    assert set(tables) == {"hrag.config", "hrag.tenant_collections", "hrag.documents", "hrag.nodes"}
+    assert tables["hrag.config"].startswith("reference:")
+    assert tables["hrag.tenant_collections"].startswith("reference:")
+    doc_type, doc_column, doc_colocation = tables["hrag.documents"].split(":")
+    node_type, node_column, node_colocation = tables["hrag.nodes"].split(":")
+    assert (doc_type, doc_column, node_type, node_column) == ("distributed", "id", "distributed", "document_id")
+    assert doc_colocation == node_colocation
+
+
+def test_distribute_again_changes_nothing_and_says_so(cluster_url: str) -> None:
+    rows = distribute(cluster_url)
+    assert {r.action for r in rows} == {"already distributed"}
+    assert [r.name for r in rows] == ["hrag.config", "hrag.tenant_collections", "hrag.documents", "hrag.nodes",
+                                      "hrag.node_text(uuid, uuid)"]
+
+
+def test_hrag_distribute_command_reports_each_table(cluster_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HRAG_DATABASE_URL", cluster_url)
+    result = CliRunner().invoke(app, ["distribute", "--json"])
+    assert result.exit_code == 0, result.output
+    assert {row["name"]: row["action"] for row in json.loads(result.output)}["hrag.nodes"] == "already distributed"
+
+
+def test_distribute_refuses_in_one_sentence_on_a_server_without_citus(db_url: str) -> None:
+    with pytest.raises(ConfigurationError, match="has no Citus extension"):
+        distribute(db_url)
+    with psycopg.connect(_libpq(db_url)) as conn, pytest.raises(psycopg.errors.FeatureNotSupported,
+                                                                match="this server has no Citus extension"):
+        conn.execute("SELECT * FROM hrag.distribute()")
+
+
+# ------------------------------------------------------------------ writes
+
+
+def test_ingested_documents_land_on_both_workers_with_each_tree_on_its_documents_shard(
+    cluster_url: str, tmp_path: Path,
+) -> None:
+    statuses = _ingest(cluster_url, [_write_corpus(tmp_path, 12)], "spread")
+    assert statuses == ["created"] * 12
+    with psycopg.connect(_libpq(cluster_url)) as conn:
+        workers = conn.execute(
+            "SELECT DISTINCT s.nodename || ':' || s.nodeport FROM hrag.documents d "
+            "JOIN citus_shards s ON s.shardid = get_shard_id_for_distribution_column('hrag.documents', d.id) "
+            "WHERE d.collection = 'spread'").fetchall()
+        assert len(workers) == 2
+        # every node sits on the same worker as its document (colocation, one shard per tree)
+        misplaced = conn.execute(
+            "SELECT count(*) FROM hrag.nodes n JOIN hrag.documents d ON d.id = n.document_id "
+            "WHERE n.collection = 'spread' AND "
+            "(SELECT nodeport FROM citus_shards WHERE shardid = get_shard_id_for_distribution_column("
+            "'hrag.nodes', n.document_id)) <> "
+            "(SELECT nodeport FROM citus_shards WHERE shardid = get_shard_id_for_distribution_column("
+            "'hrag.documents', d.id))").fetchone()
+        assert misplaced == (0,)
+        assert conn.execute("SELECT count(*) FROM hrag.nodes WHERE collection = 'spread'").fetchone()[0] > 12 * 7
+
+
+def test_re_ingest_and_delete_work_on_the_cluster(cluster_url: str, tmp_path: Path) -> None:
+    corpus = _write_corpus(tmp_path, 3)
+    assert _ingest(cluster_url, [corpus], "rewrite") == ["created"] * 3
+    assert _ingest(cluster_url, [corpus], "rewrite") == ["unchanged"] * 3
+    edited = corpus / "doc01.md"
+    edited.write_text(edited.read_text().replace("topic", "subject", 1))  # same shape: an in-place update
+    assert _ingest(cluster_url, [edited], "rewrite") == ["updated"]
+    restructured = corpus / "doc02.md"
+    restructured.write_text(restructured.read_text() + "\n## A new section\n\nWith a new paragraph.\n")
+    assert _ingest(cluster_url, [restructured], "rewrite") == ["updated"]
+
+    hrag = HRAG(cluster_url, embedder=HashingEmbedder())
+    assert hrag.delete(str(corpus / "doc00.md"), collection="rewrite") or hrag.delete("doc00.md", "rewrite")
+    with psycopg.connect(_libpq(cluster_url)) as conn:
+        sources = [r[0] for r in conn.execute(
+            "SELECT source FROM hrag.documents WHERE collection = 'rewrite' ORDER BY source")]
+        assert len(sources) == 2 and not any(s.endswith("doc00.md") for s in sources)
+        assert conn.execute(
+            "SELECT count(*) FROM hrag.nodes WHERE collection = 'rewrite' AND content LIKE '%%document 0.%%'"
+        ).fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM hrag.nodes WHERE collection = 'rewrite' "
+                            "AND content LIKE '%%subject%%'").fetchone() == (1,)
