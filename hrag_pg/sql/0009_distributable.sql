@@ -172,12 +172,15 @@ BEGIN
     END LOOP;
 
     -- Per-document functions run where the document lives: a call is
-    -- delegated to the worker holding the shard of its document_id argument.
+    -- delegated to the worker holding the shard of its document_id argument
+    -- (the per-document retrieval steps the coordinator calls join this list).
     IF NOT EXISTS (SELECT 1 FROM pg_dist_object
                     WHERE objid = 'hrag.node_text(uuid, uuid)'::regprocedure
-                      AND distribution_argument_index IS NOT NULL) THEN
+                      AND distribution_argument_index IS NOT NULL AND force_delegation) THEN
+        -- force_delegation: also inside transaction blocks (every SQLAlchemy
+        -- read is one); safe because the function only reads its document.
         PERFORM create_distributed_function('hrag.node_text(uuid, uuid)'::regprocedure, 'document_id',
-                                            colocate_with => 'hrag.nodes');
+                                            colocate_with => 'hrag.nodes', force_delegation => true);
         action := 'distributed';
     ELSE
         action := 'already distributed';
