@@ -254,3 +254,39 @@ def test_the_ann_step_fans_out_to_every_shard_and_the_coordinator_keeps_the_top_
     assert f"Task Count: {shards}" in plan
     assert "nodes_embedding_hnsw_idx" in plan  # each shard walks its own HNSW graph
     assert plan.index("Limit") < plan.index("Custom Scan (Citus Adaptive)")  # the coordinator merges
+
+
+# ------------------------------------------------------------------ tenants
+
+
+def test_a_tenant_role_sees_only_its_collection_through_the_tables_and_the_search(
+    cluster_url: str, tmp_path: Path,
+) -> None:
+    for collection in ("tenant_a", "tenant_b"):
+        folder = tmp_path / collection
+        folder.mkdir()
+        _ingest(cluster_url, [_write_corpus(folder, 4)], collection)
+    role = f"hrag_tenant_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(_libpq(cluster_url), autocommit=True) as owner:
+        owner.execute("SELECT hrag.create_tenant_role(%s, ARRAY['tenant_a'])", (role,))
+        # Citus opens the worker connections as the current user: a NOLOGIN tenant role
+        # ("is not permitted to log in") must be allowed to log in to the workers
+        owner.execute(f'ALTER ROLE "{role}" LOGIN')
+        # the policy reads hrag.tenant_collections (a reference table) on the shards
+        owner.execute(f'ALTER ROLE "{role}" SET citus.allow_nested_distributed_execution = on')
+    try:
+        with psycopg.connect(_libpq(cluster_url)) as conn:
+            register_vector(conn)
+            conn.execute(f'SET ROLE "{role}"')
+            assert conn.execute("SELECT DISTINCT collection FROM hrag.documents").fetchall() == [("tenant_a",)]
+            assert conn.execute("SELECT DISTINCT collection FROM hrag.nodes").fetchall() == [("tenant_a",)]
+            seen = conn.execute(
+                "SELECT DISTINCT n.collection FROM hrag.search_leaves(%s, 50) s "
+                "JOIN hrag.nodes n ON n.document_id = s.document_id AND n.id = s.node_id",
+                (HashingEmbedder().vector("Paragraph 1 of section 0 in document 2"),)).fetchall()
+            assert seen == [("tenant_a",)]
+            conn.rollback()
+    finally:
+        with psycopg.connect(_libpq(cluster_url), autocommit=True) as owner:
+            owner.execute(f'DROP OWNED BY "{role}"')
+            owner.execute(f'DROP ROLE "{role}"')
