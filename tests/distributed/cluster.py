@@ -129,7 +129,7 @@ def find_or_build(python: str | None = None, *, log: Path | None = None) -> Path
         env = {**os.environ, "PYTHON": python or sys.executable}
         started = time.perf_counter()
         with (log.open("w") if log else open(os.devnull, "w")) as out:
-            result = subprocess.run(["bash", str(source / "build.sh"), str(prefix)], env=env,
+            result = subprocess.run(["bash", str(source / "build.sh"), str(prefix)], env=env, check=False,
                                     stdout=out, stderr=subprocess.PIPE, text=True)
         if result.returncode != 0:
             raise RuntimeError(f"building Citus into {prefix} failed: {result.stderr.strip()[-800:]}")
@@ -154,7 +154,7 @@ def _reachable_by_server_user(path: Path) -> bool:
     kwargs = _as_server_user()
     if not kwargs:
         return True
-    return subprocess.run(["test", "-x", str(path)], capture_output=True, **kwargs).returncode == 0  # type: ignore[call-overload]
+    return subprocess.run(["test", "-x", str(path)], capture_output=True, check=False, **kwargs).returncode == 0  # type: ignore[call-overload]
 
 
 def _mirror(prefix: Path, into: Path) -> Path:

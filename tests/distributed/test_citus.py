@@ -7,9 +7,6 @@ distributed once per session; each test writes its own collection.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -23,7 +20,6 @@ from hrag_pg.api import HRAG
 from hrag_pg.cli import app
 from hrag_pg.distribute import distribute
 from hrag_pg.errors import ConfigurationError
-from tests.distributed.cluster import CitusCluster
 from tests.embedders import HashingEmbedder
 
 EXAMPLES = Path(migrate.MIGRATIONS_DIR).parent / "examples"
