@@ -12,7 +12,8 @@
 --   practice (uuid5 of collection, source and structural path); lookups by
 --   bare id keep an index: nodes_id_document_depth_key (id, document_id,
 --   depth), the target of the parent FK, leads with id.
--- * nodes_document_fk loses ON UPDATE CASCADE.  Nothing updates a document's
+-- * nodes_document_fk (and the statistics' FK, document_terms ->
+--   documents) lose ON UPDATE CASCADE.  Nothing updates a document's
 --   id or collection (the id is uuid5 of collection and source, so moving a
 --   document to another collection is a new document); such an update is now
 --   refused instead of cascaded.
@@ -26,7 +27,7 @@
 --   ON CONFLICT (id);
 -- * the row-level security policies, whose scalar subqueries (evaluated once
 --   per query on a single node) Citus refuses, become calls of
---   hrag.collection_visible() (evaluated on the shards, per row).
+--   hrag._collection_visible() (evaluated on the shards, per row).
 
 ALTER TABLE hrag.nodes DROP CONSTRAINT nodes_pkey;
 ALTER TABLE hrag.nodes ADD CONSTRAINT nodes_pkey PRIMARY KEY (document_id, id);
@@ -34,6 +35,9 @@ ALTER TABLE hrag.nodes ADD CONSTRAINT nodes_pkey PRIMARY KEY (document_id, id);
 ALTER TABLE hrag.nodes DROP CONSTRAINT nodes_document_fk;
 ALTER TABLE hrag.nodes ADD CONSTRAINT nodes_document_fk FOREIGN KEY (document_id, collection)
     REFERENCES hrag.documents (id, collection) ON DELETE CASCADE;
+ALTER TABLE hrag.document_terms DROP CONSTRAINT document_terms_document_id_collection_fkey;
+ALTER TABLE hrag.document_terms ADD CONSTRAINT document_terms_document_id_collection_fkey
+    FOREIGN KEY (document_id, collection) REFERENCES hrag.documents (id, collection) ON DELETE CASCADE;
 
 -- ---------------------------------------------------------------------------
 -- hrag.node_text(document_id, node_id): a node's full text, looked up with
@@ -46,47 +50,59 @@ ALTER TABLE hrag.nodes ADD CONSTRAINT nodes_document_fk FOREIGN KEY (document_id
 -- ---------------------------------------------------------------------------
 CREATE FUNCTION hrag.node_text(document_id uuid, node_id uuid)
 RETURNS text
-LANGUAGE sql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 AS $$
-    SELECT coalesce(
-               (SELECT string_agg(d.content, E'\n\n' ORDER BY d.seq)
-                  FROM hrag.nodes d
-                 WHERE d.document_id = node_text.document_id
-                   AND d.seq BETWEEN n.seq AND n.subtree_end
-                   AND d.content <> ''),
-               '')
+DECLARE
+    first_seq integer;
+    last_seq  integer;
+BEGIN
+    SELECT n.seq, n.subtree_end INTO first_seq, last_seq
       FROM hrag.nodes n
      WHERE n.document_id = node_text.document_id
-       AND n.id = node_text.node_id
+       AND n.id = node_text.node_id;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    -- Called here, not per row inside the lookup: on Citus a function that
+    -- reads nodes must not run inside a query pushed down to a shard.
+    RETURN hrag._subtree_text(node_text.document_id, first_seq, last_seq);
+END
 $$;
+COMMENT ON FUNCTION hrag.node_text(uuid, uuid) IS
+    'Full text of a node looked up with its document id (one shard on Citus); NULL if the pair is unknown';
 
 -- ---------------------------------------------------------------------------
 -- Policy helpers without subqueries (Citus evaluates policies on the shards).
 -- ---------------------------------------------------------------------------
-CREATE FUNCTION hrag.is_member_of(role_name name)
+CREATE FUNCTION hrag._is_member_of(role_name name)
 RETURNS boolean
 LANGUAGE sql STABLE
 AS $$
     SELECT coalesce((SELECT pg_catalog.pg_has_role(current_user, r.oid, 'MEMBER')
-                       FROM pg_catalog.pg_roles r WHERE r.rolname = is_member_of.role_name), false)
+                       FROM pg_catalog.pg_roles r WHERE r.rolname = _is_member_of.role_name), false)
 $$;
 
-CREATE FUNCTION hrag.collection_visible(collection text)
+CREATE FUNCTION hrag._collection_visible(collection text)
 RETURNS boolean
 LANGUAGE sql STABLE
 AS $$
-    SELECT v IS NULL OR collection_visible.collection = ANY (v)
+    SELECT v IS NULL OR _collection_visible.collection = ANY (v)
       FROM (SELECT hrag.visible_collections() AS v) AS t
 $$;
+
+COMMENT ON FUNCTION hrag._is_member_of(name) IS
+    'internal: is the current user a member of this role (false for a dropped role); a policy helper without subqueries';
+COMMENT ON FUNCTION hrag._collection_visible(text) IS
+    'internal: may the current user see this collection; the RLS policies call it on Citus (no subqueries there)';
 
 -- ---------------------------------------------------------------------------
 -- hrag.distribute(): distribute an installation over a Citus cluster.
 --
 -- Run on the coordinator after `hrag migrate` (every node needs pgvector
 -- and Citus installed; Citus creates the hrag schema, pgvector and the
--- functions on the workers).  documents are distributed by id, nodes by
--- document_id and colocated with documents, so a document and its whole
--- tree live on one shard; hrag.config and hrag.tenant_collections become
+-- functions on the workers).  documents are distributed by id, nodes and
+-- document_terms (the lexical statistics) by document_id, colocated with
+-- documents, so a document, its tree and its statistics live on one shard; hrag.config and hrag.tenant_collections become
 -- reference tables (a copy on every node).  Existing rows are moved.
 -- Idempotent: tables already distributed are left alone.  Returns one row
 -- per table with what was done.
@@ -121,21 +137,27 @@ BEGIN
         ALTER TABLE hrag.documents DROP CONSTRAINT IF EXISTS documents_collection_source_key;
         CREATE INDEX IF NOT EXISTS documents_collection_source_idx ON hrag.documents (collection, source);
         ALTER POLICY documents_by_collection ON hrag.documents
-            USING (hrag.collection_visible(collection)) WITH CHECK (hrag.collection_visible(collection));
+            USING (hrag._collection_visible(collection)) WITH CHECK (hrag._collection_visible(collection));
     END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'hrag.nodes'::regclass) THEN
         ALTER POLICY nodes_by_collection ON hrag.nodes
-            USING (hrag.collection_visible(collection)) WITH CHECK (hrag.collection_visible(collection));
+            USING (hrag._collection_visible(collection)) WITH CHECK (hrag._collection_visible(collection));
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'hrag.document_terms'::regclass) THEN
+        ALTER POLICY document_terms_by_collection ON hrag.document_terms
+            USING (hrag._collection_visible(collection)) WITH CHECK (hrag._collection_visible(collection));
     END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'hrag.tenant_collections'::regclass) THEN
-        ALTER POLICY tenant_collections_own ON hrag.tenant_collections USING (hrag.is_member_of(role_name));
+        ALTER POLICY tenant_collections_own ON hrag.tenant_collections USING (hrag._is_member_of(role_name));
     END IF;
 
     FOR spec IN
         SELECT * FROM (VALUES (1, 'hrag.config', 'reference', NULL::text),
                               (2, 'hrag.tenant_collections', 'reference', NULL),
                               (3, 'hrag.documents', 'id', NULL),
-                              (4, 'hrag.nodes', 'document_id', 'hrag.documents')) AS s(ord, tbl, col, colocate)
+                              (4, 'hrag.nodes', 'document_id', 'hrag.documents'),
+                              (5, 'hrag.document_terms', 'document_id', 'hrag.documents'))
+                       AS s(ord, tbl, col, colocate)
          ORDER BY ord
     LOOP
         SELECT CASE p.partmethod WHEN 'n' THEN 'reference'

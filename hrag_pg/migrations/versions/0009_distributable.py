@@ -1,7 +1,7 @@
 """Distributable keys (nodes keyed by document and id) and hrag.distribute() for Citus.
 
 Revision ID: 0009
-Revises: 0005
+Revises: 0007
 Create Date: 2026-11-30
 """
 
@@ -12,7 +12,7 @@ from alembic import op
 from hrag_pg import schema_sql
 
 revision = "0009"
-down_revision = "0005"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
