@@ -62,9 +62,8 @@ def refine(
         split_sentences(tree, group=options.sentences_per_child, counter=counter)
     elif options.child == "fact":
         extract_facts(tree)
-    elif options.child == "qa":
-        if question_generator is None:
-            raise ValueError("the qa child strategy needs a question generator (none ships with hrag-pg)")
+    elif options.child == "qa" and question_generator is None:
+        raise ValueError("the qa child strategy needs a question generator (none ships with hrag-pg)")
     # Every strategy ends with the size cap, so no child exceeds max_child_tokens.
     if options.child != "none":
         split_paragraphs(tree, max_tokens=options.max_child_tokens, overlap_tokens=options.overlap_tokens,
