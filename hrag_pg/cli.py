@@ -162,7 +162,8 @@ def migrate_cmd(
 @app.command("distribute")
 @clear_errors
 def distribute_cmd(
-    shard_count: int = typer.Option(None, "--shard-count", min=1, help="Shards per table (default: citus.shard_count)."),
+    shard_count: int = typer.Option(None, "--shard-count", min=1,
+                                    help="Shards per table (default: citus.shard_count)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Distribute documents and nodes by document over a Citus cluster (run `hrag migrate` first; idempotent)."""

