@@ -1,6 +1,8 @@
 -- Undo revision 0007: back to revision 0006's functions, no statistics, no budget mode.
 DROP FUNCTION hrag.retrieve(vector, text, integer, text, jsonb, integer, real);
 DROP FUNCTION hrag.retrieve_hits(uuid[], real[], integer);
+DROP FUNCTION hrag._setting(text, double precision);
+DROP FUNCTION hrag.sample_hits(integer, text, real);
 DROP FUNCTION hrag.parent_child(vector, integer, integer, text, jsonb, real);
 DROP FUNCTION hrag.parent_child_hits(uuid[], real[], integer, integer);
 DROP FUNCTION hrag.auto_merge(vector, integer, real, text, jsonb);
@@ -383,11 +385,14 @@ BEGIN
 END
 $$;
 
+ALTER FUNCTION hrag.search_leaves(vector, integer, text, jsonb) ROWS 1000;
+ALTER FUNCTION hrag.search_hybrid(vector, text, integer, text, jsonb, real, integer, real) ROWS 1000;
 DROP FUNCTION hrag._term_weights(text[], text);
 DROP FUNCTION hrag.refresh_document_terms(uuid);
 DROP TABLE hrag.document_terms;
 DROP INDEX hrag.nodes_lexical_terms_idx;
 ALTER TABLE hrag.documents DROP COLUMN search_targets;
+ALTER TABLE hrag.documents DROP COLUMN total_tokens;
 ALTER TABLE hrag.nodes DROP COLUMN subtree_tokens;
 
 COMMENT ON FUNCTION hrag.parent_child(vector, integer, integer, text, jsonb, real) IS

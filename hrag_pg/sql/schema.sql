@@ -162,6 +162,16 @@ $$;
 -- COMMENT: FUNCTION _is_member_of(role_name name)
 COMMENT ON FUNCTION hrag._is_member_of(role_name name) IS 'internal: is the current user a member of this role (false for a dropped role); a policy helper without subqueries';
 
+-- FUNCTION: _setting(text, double precision)
+CREATE FUNCTION hrag._setting(name text, default_value double precision) RETURNS double precision
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT coalesce(nullif(current_setting(name, true), '')::double precision, default_value)
+$$;
+
+-- COMMENT: FUNCTION _setting(name text, default_value double precision)
+COMMENT ON FUNCTION hrag._setting(name text, default_value double precision) IS 'internal: a numeric hrag.* setting or its default, not part of the API';
+
 -- FUNCTION: _subtree_text(uuid, integer, integer)
 CREATE FUNCTION hrag._subtree_text(document_id uuid, first_seq integer, last_seq integer) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -223,7 +233,7 @@ COMMENT ON FUNCTION hrag._vector_index_state() IS 'internal: valid, invalid or m
 
 -- FUNCTION: auto_merge(public.vector, integer, real, text, jsonb)
 CREATE FUNCTION hrag.auto_merge(query public.vector, top_k integer DEFAULT 12, merge_threshold real DEFAULT 0.5, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer)
-    LANGUAGE sql STABLE
+    LANGUAGE sql STABLE ROWS 10
     AS $$
     WITH hits AS (
         SELECT s.node_id, s.score
@@ -241,7 +251,7 @@ COMMENT ON FUNCTION hrag.auto_merge(query public.vector, top_k integer, merge_th
 
 -- FUNCTION: auto_merge_hits(uuid[], real[], real)
 CREATE FUNCTION hrag.auto_merge_hits(node_ids uuid[], scores real[], merge_threshold real DEFAULT 0.5) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer)
-    LANGUAGE sql STABLE
+    LANGUAGE sql STABLE ROWS 10
     AS $$
     WITH RECURSIVE
     -- A duplicate id keeps its best score; unknown ids drop out at the first join.
@@ -627,7 +637,7 @@ COMMENT ON FUNCTION hrag.node_text(document_id uuid, node_id uuid) IS 'Full text
 
 -- FUNCTION: parent_child(public.vector, integer, integer, text, jsonb, real)
 CREATE FUNCTION hrag.parent_child(query public.vector, top_k_children integer DEFAULT 20, max_parents integer DEFAULT 4, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb, min_score real DEFAULT NULL::real) RETURNS TABLE(node_id uuid, document_id uuid, title text, heading_path text[], content text, score real, matched_children uuid[], rank integer, token_count integer)
-    LANGUAGE plpgsql STABLE
+    LANGUAGE plpgsql STABLE ROWS 4
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -653,7 +663,7 @@ COMMENT ON FUNCTION hrag.parent_child(query public.vector, top_k_children intege
 
 -- FUNCTION: parent_child_hits(uuid[], real[], integer, integer)
 CREATE FUNCTION hrag.parent_child_hits(node_ids uuid[], scores real[], max_parents integer DEFAULT 4, top_k_children integer DEFAULT NULL::integer) RETURNS TABLE(node_id uuid, document_id uuid, title text, heading_path text[], content text, score real, matched_children uuid[], rank integer, token_count integer)
-    LANGUAGE plpgsql STABLE
+    LANGUAGE plpgsql STABLE ROWS 4
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -750,7 +760,9 @@ CREATE FUNCTION hrag.refresh_document_terms(document_id uuid) RETURNS void
      GROUP BY n.document_id, n.collection, term.value;
     UPDATE hrag.documents d
        SET search_targets = (SELECT count(*) FROM hrag.nodes n
-                              WHERE n.document_id = d.id AND n.embedding IS NOT NULL)
+                              WHERE n.document_id = d.id AND n.embedding IS NOT NULL),
+           total_tokens = (SELECT coalesce(sum(n.subtree_tokens), 0) FROM hrag.nodes n
+                            WHERE n.document_id = d.id AND n.parent_id IS NULL)
      WHERE d.id = refresh_document_terms.document_id;
 $$;
 
@@ -839,7 +851,7 @@ COMMENT ON FUNCTION hrag.repair_integrity() IS 'Recompute child counts, ranges a
 
 -- FUNCTION: retrieve(public.vector, text, integer, text, jsonb, integer, real)
 CREATE FUNCTION hrag.retrieve(query public.vector, query_text text DEFAULT NULL::text, max_tokens integer DEFAULT 2000, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb, top_k integer DEFAULT 30, lexical_weight real DEFAULT 0.3) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer, reason text)
-    LANGUAGE sql STABLE
+    LANGUAGE sql STABLE ROWS 10
     AS $$
     WITH hits AS (
         SELECT s.node_id, s.score
@@ -857,13 +869,15 @@ COMMENT ON FUNCTION hrag.retrieve(query public.vector, query_text text, max_toke
 
 -- FUNCTION: retrieve_hits(uuid[], real[], integer)
 CREATE FUNCTION hrag.retrieve_hits(node_ids uuid[], scores real[], max_tokens integer DEFAULT 2000) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer, reason text)
-    LANGUAGE plpgsql STABLE
+    LANGUAGE plpgsql STABLE ROWS 10
     AS $$
 #variable_conflict use_column
 DECLARE
-    sharpness     CONSTANT double precision := 0.05;
-    size_exponent CONSTANT double precision := 0.6;
-    floor_share   CONSTANT double precision := 0.6;
+    sharpness     double precision := hrag._setting('hrag.auto_sharpness', 0.1);
+    size_exponent double precision := hrag._setting('hrag.auto_size_exponent', 0.5);
+    min_lift      double precision := hrag._setting('hrag.auto_min_lift', 2.0);
+    floor_share   double precision := hrag._setting('hrag.auto_floor', 0);
+    scope_tokens  double precision;
     c             record;
     sel_ids       uuid[] := '{}';
     sel_doc       uuid[] := '{}';
@@ -885,6 +899,11 @@ BEGIN
             coalesce(max_tokens::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+
+    -- The size of what was searched: the stored tokens of the hits' collections.
+    SELECT greatest(coalesce(sum(d.total_tokens), 0), 1) INTO scope_tokens
+      FROM hrag.documents d
+     WHERE d.collection IN (SELECT n.collection FROM hrag.nodes n WHERE n.id = ANY (node_ids));
 
     FOR c IN
         WITH RECURSIVE
@@ -912,12 +931,16 @@ BEGIN
         )
         SELECT cand.node, cand.evidence, cand.best, cand.hits, n.document_id, n.seq, n.subtree_end,
                n.subtree_tokens, n.child_count, n.depth,
-               cand.evidence / power(greatest(n.subtree_tokens, 1), size_exponent) AS priority
+               cand.evidence / power(greatest(n.subtree_tokens, 1), size_exponent) AS priority,
+               -- share of the evidence over share of the searched text: 1 = no better than chance
+               (cand.evidence / (SELECT sum(w.weight) FROM weighted w))
+                   / (greatest(n.subtree_tokens, 1) / scope_tokens) AS lift
           FROM cand
           JOIN hrag.nodes n ON n.id = cand.node
          ORDER BY priority DESC, cand.best DESC, n.depth DESC, n.id
     LOOP
-        EXIT WHEN first_priority IS NOT NULL AND c.priority < floor_share * first_priority;
+        EXIT WHEN floor_share > 0 AND first_priority IS NOT NULL AND c.priority < floor_share * first_priority;
+        CONTINUE WHEN c.lift < min_lift;
         CONTINUE WHEN c.subtree_tokens > max_tokens;
         inside := false;
         below_tokens := 0;
@@ -958,14 +981,16 @@ BEGIN
     sel_ids := ARRAY(SELECT v FROM unnest(sel_ids, alive) WITH ORDINALITY AS x(v, a, i) WHERE a ORDER BY i);
 
     IF cardinality(sel_ids) = 0 THEN
-        -- Nothing fits: the best hit alone, flagged.
-        SELECT ARRAY[n.id], ARRAY['over budget: the best hit alone is larger than max_tokens']
-          INTO sel_ids, sel_why
+        -- No candidate was worth taking (or fitted): the best hit that fits, so a
+        -- hit never yields nothing; if none fits, the best hit alone, flagged.
+        SELECT ARRAY[n.id], ARRAY[CASE WHEN n.subtree_tokens <= max_tokens THEN 'hit'
+                                       ELSE 'over budget: the best hit alone is larger than max_tokens' END],
+               n.subtree_tokens > max_tokens
+          INTO sel_ids, sel_why, over_budget
           FROM unnest(node_ids, scores) AS h(id, score)
           JOIN hrag.nodes n ON n.id = h.id
-         ORDER BY h.score DESC, n.id
+         ORDER BY n.subtree_tokens > max_tokens, h.score DESC, n.id
          LIMIT 1;
-        over_budget := true;
     END IF;
 
     RETURN QUERY
@@ -1015,9 +1040,23 @@ $$;
 -- COMMENT: FUNCTION retrieve_hits(node_ids uuid[], scores real[], max_tokens integer)
 COMMENT ON FUNCTION hrag.retrieve_hits(node_ids uuid[], scores real[], max_tokens integer) IS 'The best non-overlapping context within max_tokens for hits from anywhere, with why each node was chosen';
 
+-- FUNCTION: sample_hits(integer, text, real)
+CREATE FUNCTION hrag.sample_hits(k integer, collection text DEFAULT NULL::text, max_share real DEFAULT 0.1) RETURNS integer
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT CASE WHEN max_share IS NULL THEN k
+                ELSE least(k, greatest(1, ceil(max_share * (
+                         SELECT coalesce(sum(d.search_targets), 0) FROM hrag.documents d
+                          WHERE sample_hits.collection IS NULL OR d.collection = sample_hits.collection)))::integer)
+           END
+$$;
+
+-- COMMENT: FUNCTION sample_hits(k integer, collection text, max_share real)
+COMMENT ON FUNCTION hrag.sample_hits(k integer, collection text, max_share real) IS 'How many hits a merge should take: k, but at most max_share of the collection''s search targets';
+
 -- FUNCTION: search_hybrid(public.vector, text, integer, text, jsonb, real, integer, real)
 CREATE FUNCTION hrag.search_hybrid(query public.vector, query_text text, k integer DEFAULT 20, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb, lexical_weight real DEFAULT 0.3, candidates integer DEFAULT NULL::integer, min_relative_score real DEFAULT NULL::real) RETURNS TABLE(node_id uuid, parent_id uuid, document_id uuid, score real, vector_score real, lexical_score real)
-    LANGUAGE plpgsql STABLE
+    LANGUAGE plpgsql STABLE ROWS 30
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -1123,7 +1162,7 @@ COMMENT ON FUNCTION hrag.search_hybrid(query public.vector, query_text text, k i
 
 -- FUNCTION: search_leaves(public.vector, integer, text, jsonb)
 CREATE FUNCTION hrag.search_leaves(query public.vector, k integer DEFAULT 20, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb) RETURNS TABLE(node_id uuid, parent_id uuid, document_id uuid, score real)
-    LANGUAGE plpgsql STABLE
+    LANGUAGE plpgsql STABLE ROWS 30
     SET "hnsw.iterative_scan" TO 'relaxed_order'
     AS $$
 #variable_conflict use_column
@@ -1235,14 +1274,19 @@ CREATE TABLE hrag.documents (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     search_targets integer DEFAULT 0 NOT NULL,
+    total_tokens integer DEFAULT 0 NOT NULL,
     CONSTRAINT documents_collection_check CHECK (((collection <> ''::text) AND (length(collection) <= 256))),
     CONSTRAINT documents_metadata_check CHECK ((jsonb_typeof(metadata) = 'object'::text)),
     CONSTRAINT documents_search_targets_check CHECK ((search_targets >= 0)),
-    CONSTRAINT documents_source_check CHECK ((source <> ''::text))
+    CONSTRAINT documents_source_check CHECK ((source <> ''::text)),
+    CONSTRAINT documents_total_tokens_check CHECK ((total_tokens >= 0))
 );
 
 -- COMMENT: COLUMN documents.search_targets
 COMMENT ON COLUMN hrag.documents.search_targets IS 'Number of embedded nodes of the document (the N of the lexical IDF), kept by hrag.refresh_document_terms';
+
+-- COMMENT: COLUMN documents.total_tokens
+COMMENT ON COLUMN hrag.documents.total_tokens IS 'The document''s stored tokens (its root''s subtree_tokens): a collection''s size for hrag.retrieve_hits';
 
 -- TABLE: nodes
 CREATE TABLE hrag.nodes (
