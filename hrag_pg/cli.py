@@ -159,6 +159,27 @@ def migrate_cmd(
     console.print(f"migrated {db.redact(url)} to revision {current} (embedding dimension {dim})", highlight=False)
 
 
+@app.command("distribute")
+@clear_errors
+def distribute_cmd(
+    shard_count: int = typer.Option(None, "--shard-count", min=1,
+                                    help="Shards per table (default: citus.shard_count)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Distribute documents and nodes by document over a Citus cluster (run `hrag migrate` first; idempotent)."""
+    from . import db
+    from .distribute import distribute
+
+    url = db.resolve_url()
+    db.check_reachable(url)
+    rows = distribute(url, shard_count=shard_count)
+    if as_json:
+        print_json([{"name": r.name, "distribution": r.distribution, "action": r.action} for r in rows])
+        return
+    for r in rows:
+        console.print(f"{r.name}: {r.action} ({r.distribution})", highlight=False)
+
+
 # ----------------------------------------------------------------- shared bits
 
 
