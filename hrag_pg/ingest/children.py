@@ -4,7 +4,9 @@ Parents give the LLM context; children are what the vector search matches,
 so children must be small (~150 tokens, one idea each).  Each splitter
 replaces a leaf *in place* by several sibling leaves whose contents,
 concatenated, are exactly the original text: nothing is lost and nothing is
-stored twice.  The overlap that keeps a term cut at a boundary searchable
+stored twice.  The first piece keeps the leaf's ``separator``; the others
+continue its text, so their separator is empty (pieces carry their own
+trailing whitespace).  The overlap that keeps a term cut at a boundary searchable
 lives in ``overlap_prefix``, which is embedded but not stored as content.
 
 - :func:`split_paragraphs` — cap leaves at ``max_tokens`` (sentence, then
@@ -183,7 +185,11 @@ def pieces_as_leaves(
     overlap_tokens: int = 0,
     counter: TokenCounter = DEFAULT_COUNTER,
 ) -> list[DraftNode]:
-    """Sibling leaves replacing ``leaf``: same title, keys "#1"…, part numbers in metadata."""
+    """Sibling leaves replacing ``leaf``: same title, keys "#1"…, part numbers in metadata.
+
+    ``pieces`` must concatenate to ``leaf.content``: the first piece takes the
+    leaf's separator, each later one continues it (separator ``""``).
+    """
     kinds = list(kinds) if kinds is not None else [leaf.kind] * len(pieces)
     nodes: list[DraftNode] = []
     for i, (piece, kind) in enumerate(zip(pieces, kinds), start=1):
@@ -202,6 +208,7 @@ def pieces_as_leaves(
                 metadata=metadata,
                 overlap_prefix=overlap,
                 key=f"{leaf.key}#{i}" if leaf.key is not None else None,
+                separator=leaf.separator if i == 1 else "",
             )
         )
     return nodes

@@ -27,10 +27,10 @@ def test_headings_nest_by_level_into_sections() -> None:
     ]
 
 
-def test_section_content_is_heading_text_without_hashes() -> None:
+def test_section_content_is_the_heading_line_and_its_title_the_text_without_hashes() -> None:
     _, tree = guide()
     install = find(tree, "Install")
-    assert (install.kind, install.content, install.title) == ("section", "Install", "Install")
+    assert (install.kind, install.content, install.title) == ("section", "## Install", "Install")
     assert install.metadata["level"] == 2
 
 
@@ -75,7 +75,7 @@ def test_text_before_first_heading_hangs_off_root() -> None:
     tree = parse_markdown("Preamble line.\n\n# Title\n\nBody.", "x")
     assert [(c.kind, c.content) for c in tree.root.children] == [
         ("paragraph", "Preamble line."),
-        ("section", "Title"),
+        ("section", "# Title"),
     ]
 
 
