@@ -237,7 +237,7 @@ def function(draw: st.DrawFn, indent: str = "") -> str:
     return "\n".join(lines)
 
 
-attribute = st.one_of(st.sampled_from(["x = 1", "name: str = 'a'", "items: list[int] = []", "# a comment"]),
+attribute = st.one_of(st.sampled_from(["x = 1", "name: str = 'a'", "items: list[int] = []"]),
                       long_line.map(lambda s: f"text = {s!r}"))
 
 
@@ -249,7 +249,10 @@ def klass(draw: st.DrawFn, indent: str = "", depth: int = 0) -> str:
     if draw(st.booleans()):
         members.append(draw(docstring(indent + "    ")))
     kinds = ["attr", "method", "method", "attr", "comment"] + (["class"] if depth == 0 else [])
-    for kind in draw(st.lists(st.sampled_from(kinds), min_size=1, max_size=6)):
+    chosen = draw(st.lists(st.sampled_from(kinds), min_size=1, max_size=6))
+    if not members and set(chosen) == {"comment"}:
+        chosen.append("attr")  # a body of comments only is not Python
+    for kind in chosen:
         if kind == "attr":
             members.append(f"{indent}    {draw(attribute)}")
         elif kind == "method":
