@@ -221,3 +221,14 @@ def test_the_stdlib_json_package_round_trips_exactly_before_the_database() -> No
 def test_the_normalisation_is_only_bom_line_ends_and_outer_whitespace(text: str, expected: str) -> None:
     assert normalised(text) == expected
     check_before_the_database(Case("headings", text, expected, parse_markdown), IngestOptions())
+
+
+def test_a_whitespace_only_edit_is_a_change_and_node_text_follows_it(hrag: HRAG, sql: psycopg.Connection) -> None:
+    source = "property/whitespace.md"
+    before, after = "# T\n\nOne.\n\nTwo.", "# T\n\nOne.\n\n\nTwo."
+    assert hrag.ingest_tree(parse_markdown(before, source), collection=COLLECTION).status == "created"
+    result = hrag.ingest_tree(parse_markdown(after, source), collection=COLLECTION)
+    assert (result.status, result.embedded) == ("updated", 0), "same texts: nothing to embed, but a change"
+    root = sql.execute("SELECT id FROM hrag.nodes WHERE document_id = %s AND parent_id IS NULL",
+                       (result.document_id,)).fetchone()[0]
+    assert hrag.node_text(root) == after

@@ -138,3 +138,18 @@ def test_a_fence_indented_deep_inside_a_list_item_is_kept_in_the_item() -> None:
     assert len(items) == 2
     assert "# not a heading" in items[0].content
     assert not any(n.kind == "section" and "not a heading" in (n.title or "") for n, _ in tree.root.walk())
+
+
+def test_a_bare_hash_line_is_kept_as_text_not_dropped() -> None:
+    tree = parse_markdown("Intro.\n\n#\n\nAfter.", "x")
+    assert [(c.kind, c.content) for c in tree.root.children] == [
+        ("paragraph", "Intro."), ("paragraph", "#"), ("paragraph", "After.")]
+    assert tree.root.full_text() == "Intro.\n\n#\n\nAfter."
+
+
+def test_blank_lines_between_blocks_are_kept_as_separators() -> None:
+    text = "# T\n\n\nOne.\n \nTwo.\n```\ncode\n```"
+    tree = parse_markdown(text, "x")
+    assert [(n.separator, n.content) for n, _ in tree.root.walk() if n.content][1:] == [
+        ("\n\n\n", "One."), ("\n \n", "Two."), ("\n", "```\ncode\n```")]
+    assert tree.root.full_text() == text
