@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from collections.abc import Callable
 from functools import wraps
+from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
@@ -122,7 +122,9 @@ def db_status(as_json: bool = typer.Option(False, "--json", help="Print the stat
 
 @db_app.command("url")
 @clear_errors
-def db_url(psql: bool = typer.Option(False, "--psql", help="Print the libpq form for psql instead of SQLAlchemy's.")) -> None:
+def db_url(
+    psql: bool = typer.Option(False, "--psql", help="Print the libpq form for psql instead of SQLAlchemy's."),
+) -> None:
     """Print the URL of the database in use (HRAG_DATABASE_URL or the embedded server)."""
     from . import db
 
@@ -137,7 +139,9 @@ def db_url(psql: bool = typer.Option(False, "--psql", help="Print the libpq form
 @clear_errors
 def migrate_cmd(
     revision: str = typer.Argument("head", help="Target revision (head, or base to remove hrag)."),
-    embedding_dim: int = typer.Option(None, "--embedding-dim", help="Vector dimension, first install only (default 384)."),
+    embedding_dim: int = typer.Option(
+        None, "--embedding-dim", help="Vector dimension, first install only (default 384)."
+    ),
 ) -> None:
     """Apply hrag's Alembic migrations to the database (creates schema hrag)."""
     from . import db, migrate
@@ -329,9 +333,13 @@ def query_cmd(
         settings["min_relative_score"] = min_relative_score
     hrag = _open()
     if mode == "parent-child":
-        retriever: Any = ParentChildRetriever(hrag, top_k_children=20 if top_k is None else top_k, max_parents=max_parents, **settings)
+        retriever: Any = ParentChildRetriever(
+            hrag, top_k_children=20 if top_k is None else top_k, max_parents=max_parents, **settings
+        )
     else:
-        retriever = AutoMergingRetriever(hrag, top_k=12 if top_k is None else top_k, merge_threshold=merge_threshold, **settings)
+        retriever = AutoMergingRetriever(
+            hrag, top_k=12 if top_k is None else top_k, merge_threshold=merge_threshold, **settings
+        )
     context = retriever.context(text)
     if as_json:
         payload: dict[str, Any] = {"mode": mode, "results": [_result_json(r) for r in context.results]}

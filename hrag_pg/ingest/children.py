@@ -24,6 +24,7 @@ lives in ``overlap_prefix``, which is embedded but not stored as content.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterable
 from typing import Protocol, runtime_checkable
@@ -196,14 +197,11 @@ def pieces_as_leaves(
     """
     kinds = list(kinds) if kinds is not None else [leaf.kind] * len(pieces)
     nodes: list[DraftNode] = []
-    for i, (piece, kind) in enumerate(zip(pieces, kinds), start=1):
+    for i, (piece, kind) in enumerate(zip(pieces, kinds, strict=True), start=1):
         metadata = {**leaf.metadata, "part": i, "parts": len(pieces)}
         if kind != leaf.kind:
             metadata["source_kind"] = leaf.kind
-        if i == 1:
-            overlap = leaf.overlap_prefix
-        else:
-            overlap = tail_tokens(pieces[i - 2], overlap_tokens, counter)
+        overlap = leaf.overlap_prefix if i == 1 else tail_tokens(pieces[i - 2], overlap_tokens, counter)
         nodes.append(
             DraftNode(
                 kind=kind,
@@ -302,7 +300,7 @@ def extract_facts(tree: DocumentTree) -> DocumentTree:
             return None
         pieces: list[str] = []
         kinds: list[str] = []
-        for sentence, fact in zip(sentences, flags):
+        for sentence, fact in zip(sentences, flags, strict=True):
             if not fact and kinds and kinds[-1] != "fact":
                 pieces[-1] += sentence
             else:
@@ -340,7 +338,7 @@ def function_pieces(code: str) -> list[tuple[str, bool]]:
         offsets.append(offsets[-1] + len(line) + 1)
     cuts = [0, *(offsets[s] for s in starts if s > 0), len(code)]
     pieces: list[tuple[str, bool]] = []
-    for begin, end in zip(cuts, cuts[1:]):
+    for begin, end in itertools.pairwise(cuts):
         piece = code[begin:end]
         if piece:
             pieces.append((piece, begin in {offsets[s] for s in starts}))
@@ -410,8 +408,8 @@ __all__ = [
     "is_fact",
     "pieces_as_leaves",
     "sentence_spans",
-    "split_paragraphs",
     "split_functions",
+    "split_paragraphs",
     "split_sentences",
     "split_text",
 ]

@@ -19,9 +19,10 @@ N may be arabic, full-width or kanji (第十二条).  Lines may carry Markdown
 heading markers (``# 第4条：諸手当``), which are stripped from titles.  A
 heading node's ``content`` is its heading line as written; the text between
 the heading and the first item becomes a "paragraph" leaf; an item's content
-is its original line(s), number included.  Separators keep the blank lines
-and indentation in between, so the root's full text is the document.  Other Markdown headings (``## 附則``) become sections that
-close the open article.
+is its original line(s), number included.  Other Markdown headings
+(``## 附則``) become sections that close the open article.  Separators keep
+the blank lines and indentation in between, so the root's full text is the
+document.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ all of these, so the root's full text is the file.
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from hrag_pg.errors import IngestError
 from hrag_pg.ingest._common import TextCursor, add_child, normalise_text
@@ -28,7 +29,7 @@ def _start(node: ast.stmt, lines: list[str], floor: int) -> int:
     """First line (1-based) of a statement with its decorators and the comment
     lines directly above it, never reaching line ``floor`` (the previous
     statement's last line)."""
-    decorators = getattr(node, "decorator_list", [])
+    decorators: list[ast.expr] = getattr(node, "decorator_list", [])
     start = min([node.lineno, *(d.lineno for d in decorators)])
     if isinstance(node, (*_DEFS, ast.ClassDef)):
         while start - 1 > floor and lines[start - 2].lstrip().startswith("#"):
@@ -58,7 +59,7 @@ def _is_docstring(node: ast.stmt) -> bool:
 
 
 def _leaf(cursor: TextCursor, parent: DraftNode, first: int, last: int, kind: str,
-          **fields: object) -> DraftNode | None:
+          **fields: Any) -> DraftNode | None:
     """A leaf holding lines ``first``..``last`` (1-based, inclusive), unless they are blank."""
     if last < first:
         return None
@@ -73,7 +74,7 @@ def _body(cursor: TextCursor, lines: list[str], parent: DraftNode, body: list[as
     other lines between them (statements, comments) becomes one "code" leaf.
     """
     run = first  # first line not yet in a node
-    for node, start in zip(body, _starts(body, lines, first - 1)):
+    for node, start in zip(body, _starts(body, lines, first - 1), strict=True):
         if not isinstance(node, (*_DEFS, ast.ClassDef)) or start < run:
             continue
         _leaf(cursor, parent, run, start - 1, "code", metadata={"lineno": run, "end_lineno": start - 1})

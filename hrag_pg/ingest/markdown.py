@@ -16,6 +16,7 @@ paragraphs, which loses no text.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from hrag_pg.ingest._common import TextCursor, normalise_text, open_section
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
@@ -79,7 +80,7 @@ class _Reader:
                 self._paragraph()
         return self.root
 
-    def _leaf(self, kind: str, start: int, stop: int, **fields: object) -> None:
+    def _leaf(self, kind: str, start: int, stop: int, **fields: Any) -> None:
         """A leaf holding lines ``start`` up to ``stop`` (exclusive)."""
         self.cursor.leaf(self.current, *self.cursor.lines_span(start, stop), kind, **fields)
 

@@ -3,21 +3,32 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 
-import psycopg
+import pytest
+import sqlalchemy as sa
 
 from hrag_pg.api import HRAG
 from hrag_pg.models import ChildChunk, ParentChunk
-from tests.integration.test_ingest_write import WORK_RULES, embedder, hrag, sql  # noqa: F401 - fixtures
+from tests.embedders import HashingEmbedder
+from tests.integration.test_ingest_write import WORK_RULES
 
 
-def test_parent_chunk_is_the_stored_node_with_its_exact_text_and_its_children(
-    hrag: HRAG, sql: psycopg.Connection
-) -> None:
+@pytest.fixture
+def hrag(db_url: str) -> Iterator[HRAG]:
+    instance = HRAG(db_url, embedder=HashingEmbedder())
+    yield instance
+    instance.repository.engine.dispose()
+
+
+def test_parent_chunk_is_the_stored_node_with_its_exact_text_and_its_children(hrag: HRAG) -> None:
     hrag.ingest([WORK_RULES])
-    article_id, doc_id = sql.execute("SELECT id, document_id FROM hrag.nodes WHERE title LIKE '第4条%'").fetchone()
-    children = sql.execute("SELECT id, content FROM hrag.nodes WHERE parent_id = %s ORDER BY position",
-                           (article_id,)).fetchall()
+    with hrag.repository.engine.connect() as conn:
+        article_id, doc_id = conn.execute(
+            sa.text("SELECT id, document_id FROM hrag.nodes WHERE title LIKE '第4条%'")).one()
+        children = [tuple(r) for r in conn.execute(
+            sa.text("SELECT id, content FROM hrag.nodes WHERE parent_id = :id ORDER BY position"),
+            {"id": article_id})]
     lines = WORK_RULES.read_text(encoding="utf-8").splitlines()
 
     parent = hrag.parent_chunk(str(article_id))

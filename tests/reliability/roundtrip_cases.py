@@ -353,6 +353,7 @@ options = st.builds(
     IngestOptions,
     child=st.sampled_from(["paragraph", "sentence", "fact", "function", "none"]),
     max_child_tokens=st.sampled_from([8, 30, 150]),
+    pack_tokens=st.sampled_from([0, 0, 8]),
     overlap_tokens=st.sampled_from([0, 5, 25]),
     max_parent_tokens=st.sampled_from([40, 300, 3000]),
     group_children_over=st.sampled_from([0, 3, 6]),
