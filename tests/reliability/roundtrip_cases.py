@@ -252,6 +252,8 @@ def klass(draw: st.DrawFn, indent: str = "", depth: int = 0) -> str:
     chosen = draw(st.lists(st.sampled_from(kinds), min_size=1, max_size=6))
     if not members and set(chosen) == {"comment"}:
         chosen.append("attr")  # a body of comments only is not Python
+    if draw(st.booleans()):
+        chosen += ["method", draw(st.sampled_from(["attr", "comment"]))]  # lines after a method
     for kind in chosen:
         if kind == "attr":
             members.append(f"{indent}    {draw(attribute)}")
@@ -276,7 +278,8 @@ def code_cases(draw: st.DrawFn) -> Case:
     parts = []
     if draw(st.booleans()):
         parts.append(draw(docstring("")))
-    parts += draw(st.lists(module_part, min_size=1, max_size=6))
+    parts += draw(st.lists(module_part, min_size=0, max_size=5))
+    parts.insert(draw(st.integers(len(parts) and 1, len(parts))) if parts else 0, draw(klass()))  # always a class
     text = draw(st.sampled_from(["", "#!/usr/bin/env python3\n"])) + parts[0]
     for part in parts[1:]:
         text += draw(st.sampled_from(["\n", "\n\n", "\n\n\n", "\n\n\n\n"])) + part
