@@ -52,12 +52,12 @@ Progress = Callable[[str, int, int], None]
 _NODE_COLUMNS = (
     "id", "document_id", "collection", "parent_id", "depth", "position", "kind", "title",
     "heading_path", "content", "token_count", "child_count", "seq", "subtree_end",
-    "content_hash", "embedding", "metadata", "subtree_tokens",
+    "content_hash", "embedding", "metadata", "subtree_tokens", "separator",
 )
 _NODE_TYPES = (
     "uuid", "uuid", "text", "uuid", "int4", "int4", "text", "text",
     "text[]", "text", "int4", "int4", "int4", "int4",
-    "text", "vector", "jsonb", "int4",
+    "text", "vector", "jsonb", "int4", "text",
 )
 COPY_CHUNK = 2000
 
@@ -80,17 +80,18 @@ def to_hit(row: dict[str, Any]) -> SearchHit:
 _SHAPE_COLUMNS = ["parent_id", "depth", "position", "seq", "subtree_end", "child_count"]
 #: The columns an in-place update rewrites.
 _TEXT_COLUMNS = ["kind", "title", "heading_path", "content", "token_count", "content_hash", "metadata",
-                 "subtree_tokens"]
+                 "subtree_tokens", "separator"]
 
 
 def _text_values(n: Any, *, json: bool = False) -> tuple[Any, ...]:
     return (n.kind, n.title, list(n.heading_path), n.content, n.token_count, n.content_hash,
-            Jsonb(n.metadata) if json else n.metadata, n.subtree_tokens)
+            Jsonb(n.metadata) if json else n.metadata, n.subtree_tokens, n.separator)
 
 
 def _comparable(values: tuple[Any, ...]) -> tuple[Any, ...]:
-    kind, title, heading_path, content, token_count, content_hash, metadata, subtree_tokens = values
-    return (kind, title, list(heading_path or []), content, token_count, content_hash, metadata, subtree_tokens)
+    kind, title, heading_path, content, token_count, content_hash, metadata, subtree_tokens, separator = values
+    return (kind, title, list(heading_path or []), content, token_count, content_hash, metadata, subtree_tokens,
+            separator)
 
 
 def _same_shape(doc: FlatDocument, old_rows: dict[uuid.UUID, tuple[Any, ...]]) -> bool:
@@ -333,7 +334,7 @@ class Repository:
                     copy.write_row((
                         n.id, doc.id, doc.collection, n.parent_id, n.depth, n.position, n.kind, n.title,
                         n.heading_path, n.content, n.token_count, n.child_count, n.seq, n.subtree_end,
-                        n.content_hash, embedding, Jsonb(n.metadata), n.subtree_tokens,
+                        n.content_hash, embedding, Jsonb(n.metadata), n.subtree_tokens, n.separator,
                     ))
                     if i % COPY_CHUNK == 0 or i == total:
                         if progress:
