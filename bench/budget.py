@@ -69,6 +69,7 @@ def main() -> int:
     parser.add_argument("--reuse", action="store_true", help="keep an already ingested database")
     parser.add_argument("--data-dir", type=Path, default=here / ".data" / "pg")
     args = parser.parse_args()
+    revision = git_revision()  # the code this run imports, not whatever HEAD is when it ends
 
     questions = common.read_questions(args.questions)
     files = common.select_files(args.corpus, questions, small=args.small)
@@ -135,7 +136,7 @@ def main() -> int:
         f"Ingestion options: {options}.",
         f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, load average "
         f"{load:.1f} (2 cores; latencies are the SQL statement alone and rough under load).",
-        f"hrag-pg commit: {git_revision()}",
+        f"hrag-pg commit: {revision}",
         "",
         "Recall: share of a question's evidence snippets found verbatim in one passage of the context. "
         "'cut': the mode's passages in its own order, whole while they fit, the next one cut at the budget; "
