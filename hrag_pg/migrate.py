@@ -58,6 +58,18 @@ def _script_config() -> Config:
     return config
 
 
+def needs_upgrade(url: str | None = None) -> bool:
+    """True unless the database is already at head (reading the version needs no CREATE)."""
+    with db.engine(url).connect() as conn:
+        return current_revision(conn) != head_revision()
+
+
+def revisions() -> list[str]:
+    """Every revision id, oldest first (``base`` and ``head`` are aliases on top)."""
+    script = ScriptDirectory.from_config(_script_config())
+    return [rev.revision for rev in reversed(list(script.walk_revisions()))]
+
+
 def current_revision(conn: sa.Connection) -> str | None:
     """The revision recorded in ``hrag.alembic_version`` (None if not migrated)."""
     if conn.execute(sa.text("SELECT to_regclass('hrag.alembic_version')")).scalar() is None:
