@@ -93,22 +93,21 @@ class HragGroup(TyperGroup):
 
 app = typer.Typer(
     cls=HragGroup,
-    help="hrag-pg: hierarchical retrieval (Parent-Child and Auto-Merging) inside PostgreSQL.\n\n"
-         "Exit status: 0 ok, 1 failure or problems found, 2 usage error, 3 server not running, "
-         "130 interrupted.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
-db_app = typer.Typer(help="Manage the embedded PostgreSQL server (used when HRAG_DATABASE_URL is unset).",
+db_app = typer.Typer(help="Manage the embedded PostgreSQL server (used when HRAG_DATABASE_URL is unset).\n\n"
+                          "\b\nExamples:\n    hrag db start\n    hrag db status --json\n    hrag db stop",
                      no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(db_app, name="db")
 
 #: Markup off everywhere: stored text, names and paths print literally; styles come from Text.
-console = Console(markup=False, highlight=False)
-err_console = Console(stderr=True, markup=False, highlight=False)
+#: soft_wrap: long lines (paths, errors) are never cut at the terminal's width, so they stay greppable.
+console = Console(markup=False, highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, markup=False, highlight=False, soft_wrap=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -398,8 +397,9 @@ def print_results(results: list[Any], *, max_lines: int | None = None) -> None:
 def _progress_bar() -> Any:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    # Only on a terminal: redirected, a transient bar would leave a blank line on stderr.
     return Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=err_console, transient=True)
+                    TimeElapsedColumn(), console=err_console, transient=True, disable=not err_console.is_terminal)
 
 
 def _check_fraction(value: float | None, option: str, *, zero_allowed: bool) -> None:
