@@ -466,8 +466,10 @@ def ingest_cmd(
     options = IngestOptions(strategy=strategy, child=child, max_child_tokens=max_child_tokens,  # type: ignore[arg-type]
                             overlap_tokens=overlap_tokens, max_parent_tokens=max_parent_tokens,
                             window_tokens=window_tokens, errors=errors)  # type: ignore[arg-type]
-    hrag = _open()
     with _progress_bar() as bar:
+        opening = bar.add_task("opening the database", total=None)  # visible from the first second
+        hrag = _open()
+        bar.remove_task(opening)
         tasks: dict[str, Any] = {}
 
         def on_file(path: Path, index: int, total: int) -> None:
