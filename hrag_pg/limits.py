@@ -16,8 +16,8 @@ from .errors import InvalidArgument
 
 #: Upper bound of every count (k, parents, candidates): hrag._check_count in sql/0002_retrieval.sql.
 MAX_COUNT = 1000
-#: Largest --max-tokens budget accepted (far above any model's context window).
-MAX_CONTEXT_TOKENS = 10_000_000
+#: Largest token budget accepted (hrag.retrieve_hits in sql/0007_candidates_and_budget.sql).
+MAX_CONTEXT_TOKENS = 100_000
 #: Ingestion: token sizes of children, overlaps, parents and windows.
 MAX_CHUNK_TOKENS = 100_000
 

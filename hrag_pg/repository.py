@@ -390,6 +390,7 @@ class Repository:
                 with self.engine.begin() as conn:
                     conn.execute(sa.text("ANALYZE hrag.nodes"))
                     conn.execute(sa.text("ANALYZE hrag.documents"))
+                    conn.execute(sa.text("ANALYZE hrag.document_terms"))
         finally:
             with contextlib.suppress(sa.exc.SQLAlchemyError):
                 lock.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": BULK_LOCK_KEY})
