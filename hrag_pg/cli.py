@@ -698,11 +698,12 @@ def check_cmd(
     repair: bool = typer.Option(False, "--repair", help="Repair what can be repaired first (owner only)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Verify every tree: roots, child counts, pre-order ranges, depths, embeddings on leaves.
+    """Verify every tree (roots, child counts, pre-order ranges, depths, embeddings) and the vector index.
 
-    --repair recomputes child counts, ordering ranges and depths (and whatever
-    else hrag.repair_integrity() repairs); it needs write access. Exit status 1
-    while problems remain (missing embeddings need a re-ingest of their document).
+    --repair rebuilds a missing or invalid vector index and recomputes child
+    counts, ordering ranges and depths; it needs the owner's rights (a reader
+    runs the read-only check). Exit status 1 while problems remain (missing
+    embeddings need a re-ingest of their document).
 
     \b
     Examples:

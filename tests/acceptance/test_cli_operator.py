@@ -317,6 +317,20 @@ def test_a_second_bulk_load_fails_clearly_while_one_runs(db_url: str, monkeypatc
     assert index is not None
 
 
+def test_check_reports_a_missing_vector_index_and_repair_rebuilds_it(env: dict[str, str], db_url: str,
+                                                                      stored) -> None:
+    with psycopg.connect(db.libpq_url(db_url), autocommit=True) as conn:
+        conn.execute("DROP INDEX hrag.nodes_embedding_hnsw_idx")  # a bulk load that died before rebuilding it
+    found = invoke(env, "check")
+    assert found.exit_code == 1
+    assert "vector_index_missing" in found.stdout and "1 problem" in found.stdout
+    repaired = invoke(env, "check", "--repair")
+    assert repaired.exit_code == 0, repaired.output
+    assert "repaired vector_index: 1" in repaired.stdout and "all trees are consistent" in repaired.stdout
+    with psycopg.connect(db.libpq_url(db_url)) as conn:
+        assert conn.execute("SELECT to_regclass('hrag.nodes_embedding_hnsw_idx')").fetchone()[0] is not None
+
+
 # --------------------------------------------------------------- 8. large input
 
 
