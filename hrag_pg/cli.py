@@ -852,7 +852,11 @@ def demo_cmd(
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except KeyboardInterrupt:  # Ctrl-C outside a command (while typer sets up): still one line
+        error_line("interrupted")
+        sys.exit(EXIT_INTERRUPTED)
 
 
 if __name__ == "__main__":

@@ -238,9 +238,11 @@ def test_read_only_roles_open_a_database_at_head_and_use_show_stats_and_check(
     HRAG.open(roles[kind])  # at head: nothing to migrate, so no CREATE needed
     as_role = {**env, "HRAG_DATABASE_URL": roles[kind]}
     node = node_id_of(db_url, "Hosts")
+    loads = model_loads()
     for args in (("stats",), ("show", node), ("check",)):
         result = invoke(as_role, *args)
         assert result.exit_code == 0, (args, result.output)
+    assert model_loads() == loads, "show, stats or check loaded the embedding model"
     assert "[/x]" in invoke(as_role, "stats").stdout
     repair = invoke(as_role, "check", "--repair")
     assert repair.exit_code == 1 and "--repair needs write access" in repair.stderr
@@ -382,6 +384,23 @@ def test_python_limits_name_the_argument_given_not_a_derived_one(db_url: str, st
         hrag.repository.parent_child(hybrid, top_k_children=1200)
     with pytest.raises(InvalidArgument, match=r'argument "top_k" must be between 1 and 1000, got 0'):
         hrag.repository.auto_merge(hybrid, top_k=0)
+
+
+@pytest.mark.model
+def test_ctrl_c_during_ingest_exits_130_with_one_line(tmp_path: Path, db_url: str) -> None:
+    import signal
+    import time
+
+    for i in range(60):
+        (tmp_path / f"doc{i:02}.md").write_text(f"# Doc {i}\n\n" + "A paragraph about pelicans. " * 40 + "\n")
+    env = {**os.environ, "HRAG_DATABASE_URL": db_url, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    process = subprocess.Popen([sys.executable, "-m", "hrag_pg.cli", "ingest", str(tmp_path), "-c", "big"],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(8)  # imports done, model loading or documents being written
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr and stderr.strip().splitlines()[-1] == "error: interrupted"
 
 
 # ----------------------------------------------------------------------- 10. help
