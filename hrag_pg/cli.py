@@ -72,15 +72,17 @@ class HragGroup(TyperGroup):
         except click_exceptions.NoArgsIsHelpError as exc:
             sys.stdout.write(exc.ctx.get_help() + "\n")
             code = EXIT_USAGE
-        except click.ClickException as exc:
-            where = f"{exc.ctx.command_path}: " if isinstance(exc, click_exceptions.UsageError) and exc.ctx else ""
-            hint = f" (see `{exc.ctx.command_path} -h`)" if isinstance(exc, click_exceptions.UsageError) and exc.ctx else ""
-            error_line(f"{where}{exc.format_message()}{hint}")
+        except click_exceptions.UsageError as exc:
+            path = exc.ctx.command_path if exc.ctx is not None else "hrag"
+            error_line(f"{path}: {exc.format_message()} (see `{path} -h`)")
             code = exc.exit_code
-        except click_exceptions.Abort:
+        except click.ClickException as exc:
+            error_line(exc.format_message())
+            code = exc.exit_code
+        except typer.Abort:
             error_line("interrupted")
             code = EXIT_INTERRUPTED
-        except Exception as exc:  # noqa: BLE001 - a bug must still not print a traceback unasked
+        except Exception as exc:
             if os.environ.get(ENV_DEBUG):
                 raise
             error_line(f"unexpected {type(exc).__name__}: {exc} (a bug in hrag-pg; set {ENV_DEBUG}=1 "
@@ -238,7 +240,9 @@ def db_status(as_json: bool = typer.Option(False, "--json", help="Print the stat
 
 @db_app.command("url")
 @clear_errors
-def db_url(psql: bool = typer.Option(False, "--psql", help="Print the libpq form for psql instead of SQLAlchemy's.")) -> None:
+def db_url(
+    psql: bool = typer.Option(False, "--psql", help="Print the libpq form for psql instead of SQLAlchemy's."),
+) -> None:
     """Print the URL of the database in use (HRAG_DATABASE_URL or the embedded server).
 
     \b
@@ -300,7 +304,7 @@ def migrate_cmd(
         from .schema_sql import validate_dim
 
         validate_dim(embedding_dim)
-    target = aliases[revision] if revision in aliases else revision
+    target = aliases.get(revision, revision)
     url = db.resolve_url()
     db.check_reachable(url)
     with db.engine(url).connect() as conn:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 import threading
-from pathlib import Path
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -93,7 +93,7 @@ def _load_model(name_or_path: str, device: str | None) -> Any:
         pass
     try:
         return SentenceTransformer(name_or_path, device=device or "cpu")
-    except Exception as exc:  # noqa: BLE001 - any loader failure gets the same clear message
+    except Exception as exc:
         raise EmbeddingError(
             f"Cannot load embedding model {name_or_path!r} offline ({type(exc).__name__}: {exc}); "
             "give a local path or a model already in the Hugging Face cache."

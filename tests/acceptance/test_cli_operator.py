@@ -11,7 +11,6 @@ load it.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -71,10 +70,10 @@ def cli(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.
     """The real `hrag` in a fresh process (no model or engine cached from other tests)."""
     full = {**os.environ, **env, "PYTHONPATH": str(REPO), "COLUMNS": "80"}
     return subprocess.run([sys.executable, "-m", "hrag_pg.cli", *args], env=full, cwd=cwd,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, check=False)
 
 
-def invoke(env: dict[str, str], *args: str):  # noqa: ANN201 - click's Result
+def invoke(env: dict[str, str], *args: str):
     return runner.invoke(app, list(args), env=env)
 
 
@@ -184,7 +183,7 @@ BAD_ARGUMENTS = [
 ]
 
 
-@pytest.mark.parametrize("args,code,message", BAD_ARGUMENTS, ids=[" ".join(a[0]) for a in BAD_ARGUMENTS])
+@pytest.mark.parametrize(("args", "code", "message"), BAD_ARGUMENTS, ids=[" ".join(a[0]) for a in BAD_ARGUMENTS])
 def test_every_subcommand_refuses_bad_arguments_in_one_line_without_a_traceback(
         env: dict[str, str], monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], code: int, message: str) -> None:
     monkeypatch.chdir(REPO)
@@ -196,6 +195,19 @@ def test_every_subcommand_refuses_bad_arguments_in_one_line_without_a_traceback(
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     assert message in lines[0]
     assert model_loads() == loads, "an argument error loaded the embedding model"
+
+
+def test_an_unexpected_error_is_one_line_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hrag_pg.cli
+
+    def broken() -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(hrag_pg.cli, "_open", broken)
+    monkeypatch.delenv("HRAG_DEBUG", raising=False)
+    result = runner.invoke(app, ["stats"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.stderr.startswith("error: unexpected RuntimeError: boom (a bug in hrag-pg; set HRAG_DEBUG=1")
 
 
 def test_error_lines_are_not_wrapped_and_do_not_repeat_the_path(env: dict[str, str], tmp_path: Path) -> None:
