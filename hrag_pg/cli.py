@@ -243,14 +243,17 @@ def db_status(as_json: bool = typer.Option(False, "--json", help="Print the stat
 def db_url(
     psql: bool = typer.Option(False, "--psql", help="Print the libpq form for psql instead of SQLAlchemy's."),
 ) -> None:
-    """Print the URL of the database in use (HRAG_DATABASE_URL or the embedded server).
+    """Print the URL of the database in use (HRAG_DATABASE_URL or the embedded server); exit 3 if not running.
 
     \b
     Examples:
         psql "$(hrag db url --psql)"
     """
-    from . import db
+    from . import db, embedded
 
+    if not os.environ.get(db.ENV_URL) and not embedded.status().running:
+        error_line(f"the embedded PostgreSQL in {embedded.data_dir()} is not running: start it with `hrag db start`")
+        raise typer.Exit(EXIT_NOT_RUNNING)
     url = db.resolve_url(start_embedded=False)
     print(db.libpq_url(url) if psql else url)
 
@@ -331,6 +334,7 @@ def migrate_cmd(
             if not sys.stdin.isatty():
                 raise ValueError(f"{what}; add --yes to confirm")
             if not typer.confirm(f"{what}. Continue?", default=False):
+                error_line("cancelled; nothing was changed")
                 raise typer.Exit(EXIT_FAILURE)
         migrate.downgrade(url, target or "base")
     elif there > here:

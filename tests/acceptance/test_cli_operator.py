@@ -429,6 +429,11 @@ def test_every_command_has_short_help_with_an_example_and_no_type_tags(command: 
     assert "<bool>" not in result.stdout and "<int>" not in result.stdout and "<str>" not in result.stdout
 
 
+def test_db_url_of_a_server_that_is_not_running_exits_3(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["db", "url"], env={"HRAG_DATA_DIR": str(tmp_path / "fresh"), "HRAG_DATABASE_URL": ""})
+    assert result.exit_code == 3 and result.stderr.startswith("error: the embedded PostgreSQL in ")
+
+
 def test_version_and_eval_question_format() -> None:
     version = runner.invoke(app, ["--version"])
     assert version.exit_code == 0 and version.stdout.startswith("hrag-pg ")
