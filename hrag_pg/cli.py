@@ -428,7 +428,7 @@ def _without_path(path: str, message: str) -> str:
 def ingest_cmd(
     paths: list[Path] = typer.Argument(..., help="Files or directories (Markdown, text, HTML, PDF, Python)."),
     collection: str = typer.Option("default", "--collection", "-c", help="Collection (namespace) to write into."),
-    strategy: str = typer.Option(None, "--strategy", "-s",
+    strategy: str | None = typer.Option(None, "--strategy", "-s",
                                  help="Parent strategy: headings|clauses|pages|code|window (default: by file type)."),
     child: str = typer.Option("paragraph", "--child", help="Child strategy: paragraph|sentence|fact|none."),
     max_child_tokens: int = typer.Option(150, help="Split children longer than this many tokens."),
