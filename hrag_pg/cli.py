@@ -430,7 +430,7 @@ def ingest_cmd(
     collection: str = typer.Option("default", "--collection", "-c", help="Collection (namespace) to write into."),
     strategy: str | None = typer.Option(None, "--strategy", "-s",
                                  help="Parent strategy: headings|clauses|pages|code|window (default: by file type)."),
-    child: str = typer.Option("paragraph", "--child", help="Child strategy: paragraph|sentence|fact|none."),
+    child: str = typer.Option("paragraph", "--child", help="Child strategy: paragraph|sentence|fact|function|none."),
     max_child_tokens: int = typer.Option(150, help="Split children longer than this many tokens."),
     overlap_tokens: int = typer.Option(25, help="Tokens of overlap embedded with each split child."),
     max_parent_tokens: int = typer.Option(3000, help="Split parents longer than this many tokens."),
