@@ -201,18 +201,19 @@ def iter_supported_files(paths: Iterable[Path | str]) -> tuple[list[Path], list[
 
     Directories are walked recursively in sorted order; hidden files and
     directories (".git", ".env") are skipped silently, unsupported
-    extensions, empty files and missing paths are reported.  Each file appears once.
+    extensions, empty files found in a directory (a package's ``__init__.py``)
+    and missing paths are reported.  Each file appears once.
     """
     supported: list[Path] = []
     skipped: list[tuple[Path, str]] = []
     seen: set[Path] = set()
 
-    def consider(file: Path) -> None:
+    def consider(file: Path, *, found: bool = False) -> None:
         if file in seen:
             return
         seen.add(file)
         if file.suffix.lower() in SUPPORTED_EXTENSIONS:
-            if _is_blank(file):
+            if found and _is_blank(file):  # named explicitly, an empty file stays an error
                 skipped.append((file, "empty file"))
             else:
                 supported.append(file)
@@ -224,7 +225,7 @@ def iter_supported_files(paths: Iterable[Path | str]) -> tuple[list[Path], list[
         if path.is_dir():
             for file in sorted(path.rglob("*")):
                 if file.is_file() and not _is_hidden(file, path):
-                    consider(file)
+                    consider(file, found=True)
         elif path.is_file():
             consider(path)
         else:
