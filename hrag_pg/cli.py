@@ -36,7 +36,7 @@ _METAVARS: dict[Any, str] = {int: "N", float: "X", str: "TEXT", Path: "PATH"}
 
 
 def _plain_metavars(command: click.Command) -> None:
-    """Values get a plain metavar (N, X, TEXT, PATH) instead of ``<int>``; flags get none."""
+    """Options get a plain metavar (N, X, TEXT, PATH) instead of ``<int>``, arguments their name; flags none."""
     for param in command.params:
         if param.metavar is not None or getattr(param, "is_flag", False):
             continue
@@ -44,7 +44,7 @@ def _plain_metavars(command: click.Command) -> None:
         element = getattr(annotation, "__args__", (annotation,))[0]
         name = _METAVARS.get(element, "VALUE")
         if isinstance(param, TyperArgument):
-            param.metavar = name
+            param.metavar = (param.name or name).upper()  # the argument's own name: PATHS, NODE_ID
             setattr(param, "display_type_rich", lambda ctx: None)  # noqa: B010 - the metavar says it
         else:
             param.metavar = name
