@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from .errors import HragError, IngestError
 from .ingest.children import QuestionGenerator
 from .ingest.loaders import iter_supported_files
 from .ingest.pipeline import IngestOptions, prepare_file, prepare_tree
+from .ingest.tokens import TokenCounter
 from .ingest.tree import DocumentTree
 from .models import ChildChunk, Context, IngestResult, ParentChunk, RetrievalResult, SearchHit
 from .queries import Search
@@ -94,10 +95,15 @@ class HRAG:
 
     @classmethod
     def open(cls, url: str | None = None, *, migrate_schema: bool = True, **kwargs: Any) -> HRAG:
-        """Connect, migrating the schema to head first (the usual entry point)."""
+        """Connect, migrating the schema to head first if it is behind (the usual entry point).
+
+        At head nothing is migrated, so roles without CREATE (readers, tenants)
+        can open an installed database; a schema behind head is migrated, which
+        needs the owner's privileges (the error says so).
+        """
         resolved = db.resolve_url(url)
         db.check_reachable(resolved)
-        if migrate_schema:
+        if migrate_schema and migrate.needs_upgrade(resolved):
             migrate.upgrade(resolved)
         return cls(resolved, **kwargs)
 
@@ -111,6 +117,16 @@ class HRAG:
             self.repository.check_ready(self._embedder.dim)
             self._embedder_checked = True
         return self._embedder
+
+    def _ingest_embedder(self) -> Embedder:
+        """The embedder for ingestion: the model is loaded only once a text must be embedded.
+
+        Parsing and hashing need only the tokenizer, so an unchanged re-ingest
+        never loads the model weights.
+        """
+        if self._embedder is not None:
+            return self.embedder
+        return _DeferredEmbedder(self, default_embedder(self._model))
 
     def embed_query(self, question: str) -> np.ndarray:
         return np.asarray(self.embedder.embed([check_question(question)])[0], dtype=np.float32)
@@ -128,6 +144,7 @@ class HRAG:
         stop_on_error: bool = False,
         force: bool = False,
         bulk: bool = False,
+        on_file: Callable[[Path, int, int], None] | None = None,
     ) -> IngestReport:
         """Ingest files and directories; unsupported files are skipped and reported.
 
@@ -135,7 +152,10 @@ class HRAG:
         ``failed`` (or raised with ``stop_on_error``) and never touches what
         is stored for the others.  ``bulk`` drops the vector index for the
         duration and rebuilds it once at the end (much faster for big
-        initial loads; searches meanwhile fall back to sequential scans).
+        initial loads; searches meanwhile fall back to sequential scans);
+        bulk loads take a lock so two never run at once, and end with ANALYZE.
+        ``on_file(path, index, total)`` is called before each file is parsed
+        (the CLI's status line).
         """
         started = time.perf_counter()
         options = options or IngestOptions()
@@ -146,19 +166,23 @@ class HRAG:
                 raise IngestError(f"{p}: no such file or directory")
         files, skipped = iter_supported_files(paths)
         report.skipped = [(str(p), reason) for p, reason in skipped]
-        _ = self.embedder  # load the model and check its dimension before touching the index
+        if bulk:
+            _ = self.embedder  # load the model and check its dimension before touching the index
         with self.repository.vector_index_suspended() if bulk else contextlib.nullcontext():
             self._ingest_files(files, report, collection, options, progress, question_generator,
-                               stop_on_error, force)
+                               stop_on_error, force, on_file)
         report.seconds = time.perf_counter() - started
         return report
 
     def _ingest_files(self, files: list[Path], report: IngestReport, collection: str, options: IngestOptions,
                       progress: Progress | None, question_generator: QuestionGenerator | None,
-                      stop_on_error: bool, force: bool) -> None:
-        embedder = self.embedder
+                      stop_on_error: bool, force: bool,
+                      on_file: Callable[[Path, int, int], None] | None = None) -> None:
+        embedder = self._ingest_embedder()
         counter = embedder.token_counter
         for index, path in enumerate(files, start=1):
+            if on_file:
+                on_file(path, index, len(files))
             try:
                 doc = prepare_file(path, options, collection=collection, model_name=_model_name(embedder),
                                    counter=counter, question_generator=question_generator)
@@ -217,6 +241,30 @@ class HRAG:
 
     def auto_merge(self, question: str, **settings: Any) -> list[RetrievalResult]:
         return AutoMergingRetriever(self, **settings).retrieve(question)
+
+
+class _DeferredEmbedder:
+    """An :class:`Embedder` that loads its model on the first text to embed.
+
+    The model name and the token counter (the tokenizer alone) are available
+    before that, which is all parsing and content hashing need.
+    """
+
+    def __init__(self, hrag: HRAG, unloaded: Embedder) -> None:
+        self._hrag = hrag
+        self._unloaded = unloaded
+        self.model_name = _model_name(unloaded)
+
+    @property
+    def dim(self) -> int:
+        return self._hrag.embedder.dim
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        return self._unloaded.token_counter
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._hrag.embedder.embed(texts)
 
 
 def _model_name(embedder: Embedder) -> str:
