@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -23,8 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from . import context as context_module
-from . import db, migrate
+from . import db, defaults, migrate
 from .async_repository import AsyncRepository
 from .embedding import Embedder, default_embedder
 from .errors import HragError, IngestError
@@ -32,15 +32,15 @@ from .ingest.children import QuestionGenerator
 from .ingest.loaders import iter_supported_files
 from .ingest.pipeline import IngestOptions, prepare_file, prepare_tree
 from .ingest.tree import DocumentTree
-from .models import Context, IngestResult, RetrievalResult, SearchHit
-from .queries import Search
+from .models import Context, IngestResult, RetrievalResult
 from .repository import Progress, Repository
 from .rerank import Reranker
+from .retrievers import AutoMergingRetriever, BaseRetriever, ParentChildRetriever, retriever_for
 
 #: Longest question accepted; the model reads 256 tokens anyway.
 MAX_QUESTION_CHARS = 10_000
-#: Default weight of lexical term overlap in the hybrid score (see sql/0003_hybrid.sql).
-DEFAULT_LEXICAL_WEIGHT = 0.3
+#: Default weight of lexical term overlap in the hybrid score (kept for callers; see :mod:`hrag_pg.defaults`).
+DEFAULT_LEXICAL_WEIGHT = defaults.LEXICAL_WEIGHT
 
 
 @dataclass
@@ -89,6 +89,7 @@ class HRAG:
         self._embedder = embedder
         self._model = model
         self._embedder_checked = False
+        self._async_repository: AsyncRepository | None = None
         if check:
             self.repository.check_ready()
 
@@ -195,139 +196,201 @@ class HRAG:
 
     # ------------------------------------------------------------- retrieval
 
-    def parent_child(self, question: str, **settings: Any) -> list[RetrievalResult]:
-        return ParentChildRetriever(self, **settings).retrieve(question)
+    def parent_child(
+        self,
+        question: str,
+        *,
+        collection: str | None = None,
+        filter: dict[str, Any] | None = None,
+        top_k_children: int = defaults.TOP_K_CHILDREN,
+        max_parents: int = defaults.MAX_PARENTS,
+        min_score: float | None = None,
+        lexical_weight: float = defaults.LEXICAL_WEIGHT,
+        candidates: int | None = None,
+        min_relative_score: float | None = None,
+        reranker: Reranker | None = None,
+        rerank_candidates: int = defaults.RERANK_CANDIDATES,
+    ) -> list[RetrievalResult]:
+        """Small-to-big: the parents of the best-matching children (see :class:`ParentChildRetriever`)."""
+        return ParentChildRetriever(
+            self, collection=collection, filter=filter, top_k_children=top_k_children, max_parents=max_parents,
+            min_score=min_score, lexical_weight=lexical_weight, candidates=candidates,
+            min_relative_score=min_relative_score, reranker=reranker, rerank_candidates=rerank_candidates,
+        ).retrieve(question)
 
-    def auto_merge(self, question: str, **settings: Any) -> list[RetrievalResult]:
-        return AutoMergingRetriever(self, **settings).retrieve(question)
+    def auto_merge(
+        self,
+        question: str,
+        *,
+        collection: str | None = None,
+        filter: dict[str, Any] | None = None,
+        top_k: int = defaults.TOP_K,
+        merge_threshold: float = defaults.MERGE_THRESHOLD,
+        lexical_weight: float = defaults.LEXICAL_WEIGHT,
+        candidates: int | None = None,
+        min_relative_score: float | None = None,
+        reranker: Reranker | None = None,
+        rerank_candidates: int = defaults.RERANK_CANDIDATES,
+    ) -> list[RetrievalResult]:
+        """Hit leaves, merged upward into parents enough of whose children were hit."""
+        return AutoMergingRetriever(
+            self, collection=collection, filter=filter, top_k=top_k, merge_threshold=merge_threshold,
+            lexical_weight=lexical_weight, candidates=candidates, min_relative_score=min_relative_score,
+            reranker=reranker, rerank_candidates=rerank_candidates,
+        ).retrieve(question)
+
+    def context(
+        self,
+        question: str,
+        *,
+        mode: str = "parent-child",
+        max_tokens: int | None = None,
+        collection: str | None = None,
+        filter: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        max_parents: int = defaults.MAX_PARENTS,
+        min_score: float | None = None,
+        merge_threshold: float = defaults.MERGE_THRESHOLD,
+        lexical_weight: float = defaults.LEXICAL_WEIGHT,
+        candidates: int | None = None,
+        min_relative_score: float | None = None,
+        reranker: Reranker | None = None,
+        rerank_candidates: int = defaults.RERANK_CANDIDATES,
+    ) -> Context:
+        """The results of ``mode`` assembled within ``max_tokens`` (see :func:`retriever_for`)."""
+        return retriever_for(
+            self, mode, max_tokens=max_tokens, collection=collection, filter=filter, top_k=top_k,
+            max_parents=max_parents, min_score=min_score, merge_threshold=merge_threshold,
+            lexical_weight=lexical_weight, candidates=candidates, min_relative_score=min_relative_score,
+            reranker=reranker, rerank_candidates=rerank_candidates,
+        ).context(question)
+
+    # ------------------------------------------------------------- lifetime
+
+    @property
+    def async_repository(self) -> AsyncRepository:
+        """The async reads of this installation, on their own connection pool (opened on first use)."""
+        if self._async_repository is None:
+            self._async_repository = AsyncRepository(self.url)
+        return self._async_repository
+
+    def close(self) -> None:
+        """Close the idle pooled connections (the engine is shared per URL and reconnects on use)."""
+        self.repository.engine.dispose()
+
+    def __enter__(self) -> HRAG:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _model_name(embedder: Embedder) -> str:
     return str(getattr(embedder, "model_name", type(embedder).__name__))
 
 
-def _reranked(question: str, hits: list[SearchHit], reranker: Reranker, keep: int) -> list[SearchHit]:
-    """Rescore candidate children with the reranker; best ``keep`` first."""
-    scores = reranker.score(question, [h.rerank_text for h in hits])
-    if len(scores) != len(hits):
-        raise HragError(f"the reranker returned {len(scores)} scores for {len(hits)} texts")
-    rescored = [h.model_copy(update={"score": float(s)}) for h, s in zip(hits, scores)]
-    rescored.sort(key=lambda h: -h.score)
-    return rescored[:keep]
-
-
-@dataclass
-class _Retriever:
-    """Settings shared by both modes.
-
-    ``lexical_weight`` blends lexical term overlap into the vector score
-    (``hrag.search_hybrid``; 0 uses the plain functions), ``min_relative_score``
-    drops hits scoring below that share of the best hit, and a ``reranker``
-    rescores the ``rerank_candidates`` best children before expansion or
-    merging.  ``max_context_tokens`` bounds :meth:`context`.
-    """
-
-    hrag: HRAG
-    collection: str | None = None
-    filter: dict[str, Any] | None = None
-    lexical_weight: float = DEFAULT_LEXICAL_WEIGHT
-    candidates: int | None = None
-    min_relative_score: float | None = None
-    reranker: Reranker | None = None
-    rerank_candidates: int = 50
-    max_context_tokens: int | None = None
-
-    def _search(self, question: str, query: np.ndarray) -> Search:
-        return Search(query=query, text=question, collection=self.collection, filter=self.filter,
-                      lexical_weight=self.lexical_weight, candidates=self.candidates,
-                      min_relative_score=self.min_relative_score)
-
-    def retrieve(self, question: str) -> list[RetrievalResult]:
-        raise NotImplementedError
-
-    def context(self, question: str) -> Context:
-        """The results assembled greedily by score within ``max_context_tokens``."""
-        return context_module.assemble(self.retrieve(question), self.max_context_tokens,
-                                       self.hrag.embedder.token_counter)
-
-
-@dataclass
-class ParentChildRetriever(_Retriever):
-    """Small-to-big: match children, return their whole parents (``hrag.parent_child``)."""
-
-    top_k_children: int = 20
-    max_parents: int = 4
-    min_score: float | None = None
-
-    def retrieve(self, question: str) -> list[RetrievalResult]:
-        search = self._search(question, self.hrag.embed_query(question))
-        repo = self.hrag.repository
-        if self.reranker is None:
-            return repo.parent_child(search, top_k_children=self.top_k_children, max_parents=self.max_parents,
-                                     min_score=self.min_score)
-        hits = repo.search(search, max(self.rerank_candidates, self.top_k_children))
-        if self.min_score is not None:
-            hits = [h for h in hits if h.score >= self.min_score]
-        best = _reranked(question, hits, self.reranker, len(hits))
-        return repo.parent_child_hits(best, self.max_parents, self.top_k_children)
-
-
-@dataclass
-class AutoMergingRetriever(_Retriever):
-    """Auto-merging: hit leaves, merge siblings into parents upward (``hrag.auto_merge``)."""
-
-    top_k: int = 12
-    merge_threshold: float = 0.5
-
-    def retrieve(self, question: str) -> list[RetrievalResult]:
-        search = self._search(question, self.hrag.embed_query(question))
-        repo = self.hrag.repository
-        if self.reranker is None:
-            return repo.auto_merge(search, top_k=self.top_k, merge_threshold=self.merge_threshold)
-        hits = repo.search(search, max(self.rerank_candidates, self.top_k))
-        best = _reranked(question, hits, self.reranker, self.top_k)
-        return repo.auto_merge_hits(best, self.merge_threshold)
-
-
 class AsyncHRAG:
-    """Async retrieval on psycopg's AsyncConnection, sharing the sync facade's model.
+    """The facade for asyncio applications: the same retrievals, budget and ingestion.
 
-    The methods take the same settings as the retrievers' constructors.
+    Retrievals run on a ``psycopg_pool.AsyncConnectionPool`` (one connection
+    per concurrent call); the query embedding, the reranker and ingestion
+    (CPU-bound) run in worker threads so the event loop stays free.  The
+    settings are the same keywords as :class:`HRAG`'s, with the same defaults
+    (:mod:`hrag_pg.defaults`).
+
+        async with await AsyncHRAG.open() as hrag:
+            results = await hrag.auto_merge("...", collection="manuals")
     """
 
     def __init__(self, hrag: HRAG) -> None:
         self.hrag = hrag
-        self.repository = AsyncRepository(hrag.url)
+        self.repository = hrag.async_repository
 
     @classmethod
     async def open(cls, url: str | None = None, **kwargs: Any) -> AsyncHRAG:
         return cls(await asyncio.to_thread(HRAG.open, url, **kwargs))
 
+    async def __aenter__(self) -> AsyncHRAG:
+        await self.repository.pool()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
     async def embed_query(self, question: str) -> np.ndarray:
         return await asyncio.to_thread(self.hrag.embed_query, question)
 
-    async def parent_child(self, question: str, **settings: Any) -> list[RetrievalResult]:
-        retriever = ParentChildRetriever(self.hrag, **settings)
-        search = retriever._search(question, await self.embed_query(question))
-        if retriever.reranker is None:
-            return await self.repository.parent_child(
-                search, top_k_children=retriever.top_k_children, max_parents=retriever.max_parents,
-                min_score=retriever.min_score)
-        hits = await self.repository.search(search, max(retriever.rerank_candidates, retriever.top_k_children))
-        if retriever.min_score is not None:
-            hits = [h for h in hits if h.score >= retriever.min_score]
-        best = await asyncio.to_thread(_reranked, question, hits, retriever.reranker, len(hits))
-        return await self.repository.parent_child_hits(best, retriever.max_parents, retriever.top_k_children)
+    async def parent_child(
+        self,
+        question: str,
+        *,
+        collection: str | None = None,
+        filter: dict[str, Any] | None = None,
+        top_k_children: int = defaults.TOP_K_CHILDREN,
+        max_parents: int = defaults.MAX_PARENTS,
+        min_score: float | None = None,
+        lexical_weight: float = defaults.LEXICAL_WEIGHT,
+        candidates: int | None = None,
+        min_relative_score: float | None = None,
+        reranker: Reranker | None = None,
+        rerank_candidates: int = defaults.RERANK_CANDIDATES,
+    ) -> list[RetrievalResult]:
+        return await ParentChildRetriever(
+            self.hrag, collection=collection, filter=filter, top_k_children=top_k_children,
+            max_parents=max_parents, min_score=min_score, lexical_weight=lexical_weight, candidates=candidates,
+            min_relative_score=min_relative_score, reranker=reranker, rerank_candidates=rerank_candidates,
+        ).aretrieve(question)
 
-    async def auto_merge(self, question: str, **settings: Any) -> list[RetrievalResult]:
-        retriever = AutoMergingRetriever(self.hrag, **settings)
-        search = retriever._search(question, await self.embed_query(question))
-        if retriever.reranker is None:
-            return await self.repository.auto_merge(search, top_k=retriever.top_k,
-                                                    merge_threshold=retriever.merge_threshold)
-        hits = await self.repository.search(search, max(retriever.rerank_candidates, retriever.top_k))
-        best = await asyncio.to_thread(_reranked, question, hits, retriever.reranker, retriever.top_k)
-        return await self.repository.auto_merge_hits(best, retriever.merge_threshold)
+    async def auto_merge(
+        self,
+        question: str,
+        *,
+        collection: str | None = None,
+        filter: dict[str, Any] | None = None,
+        top_k: int = defaults.TOP_K,
+        merge_threshold: float = defaults.MERGE_THRESHOLD,
+        lexical_weight: float = defaults.LEXICAL_WEIGHT,
+        candidates: int | None = None,
+        min_relative_score: float | None = None,
+        reranker: Reranker | None = None,
+        rerank_candidates: int = defaults.RERANK_CANDIDATES,
+    ) -> list[RetrievalResult]:
+        return await AutoMergingRetriever(
+            self.hrag, collection=collection, filter=filter, top_k=top_k, merge_threshold=merge_threshold,
+            lexical_weight=lexical_weight, candidates=candidates, min_relative_score=min_relative_score,
+            reranker=reranker, rerank_candidates=rerank_candidates,
+        ).aretrieve(question)
+
+    async def context(
+        self,
+        question: str,
+        *,
+        mode: str = "parent-child",
+        max_tokens: int | None = None,
+        collection: str | None = None,
+        filter: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        max_parents: int = defaults.MAX_PARENTS,
+        min_score: float | None = None,
+        merge_threshold: float = defaults.MERGE_THRESHOLD,
+        lexical_weight: float = defaults.LEXICAL_WEIGHT,
+        candidates: int | None = None,
+        min_relative_score: float | None = None,
+        reranker: Reranker | None = None,
+        rerank_candidates: int = defaults.RERANK_CANDIDATES,
+    ) -> Context:
+        """The results of ``mode`` assembled within ``max_tokens`` (as :meth:`HRAG.context`)."""
+        return await retriever_for(
+            self.hrag, mode, max_tokens=max_tokens, collection=collection, filter=filter, top_k=top_k,
+            max_parents=max_parents, min_score=min_score, merge_threshold=merge_threshold,
+            lexical_weight=lexical_weight, candidates=candidates, min_relative_score=min_relative_score,
+            reranker=reranker, rerank_candidates=rerank_candidates,
+        ).acontext(question)
+
+    async def ingest(self, paths: Iterable[str | Path], **kwargs: Any) -> IngestReport:
+        """:meth:`HRAG.ingest` in a worker thread (embedding is CPU-bound; the loop stays responsive)."""
+        return await asyncio.to_thread(functools.partial(self.hrag.ingest, list(paths), **kwargs))
 
     async def close(self) -> None:
         await self.repository.close()
+__all__ = ["HRAG", "AsyncHRAG", "IngestReport", "ParentChildRetriever", "AutoMergingRetriever", "BaseRetriever", "check_question"]

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import typer
 from rich.console import Console
 
-from . import __version__
+from . import __version__, defaults
 from .errors import HragError
 
 app = typer.Typer(
@@ -292,20 +292,21 @@ def query_cmd(
     mode: str = typer.Option("parent-child", "--mode", "-m", help="parent-child (small-to-big) or auto-merge."),
     collection: str = typer.Option(None, "--collection", "-c", help="Search only this collection."),
     top_k: int = typer.Option(None, "--top-k", "-k",
-                              help="Children to match (parent-child, default 20) or leaves to hit (auto-merge, 12)."),
-    max_parents: int = typer.Option(4, "--max-parents", help="parent-child: parents to return."),
-    merge_threshold: float = typer.Option(0.5, "--merge-threshold",
+                              help=f"Children to match (parent-child, default {defaults.TOP_K_CHILDREN}) "
+                                   f"or leaves to hit (auto-merge, {defaults.TOP_K})."),
+    max_parents: int = typer.Option(defaults.MAX_PARENTS, "--max-parents", help="parent-child: parents to return."),
+    merge_threshold: float = typer.Option(defaults.MERGE_THRESHOLD, "--merge-threshold",
                                           help="auto-merge: merge when hit children / children >= this."),
     max_tokens: int = typer.Option(None, "--max-tokens", help="Assemble at most this many tokens of context."),
     filter_json: str = typer.Option(None, "--filter", help='Metadata containment filter, e.g. \'{"lang": "ja"}\'.'),
-    lexical_weight: float = typer.Option(None, "--lexical-weight",
+    lexical_weight: float = typer.Option(defaults.LEXICAL_WEIGHT, "--lexical-weight",
                                          help="Weight of lexical overlap in the score (0 = vector only)."),
     min_relative_score: float = typer.Option(None, "--min-relative-score",
                                              help="Drop hits below this share of the best hit's score."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object for scripts."),
 ) -> None:
     """Ask a question; print the contexts and why each was returned (expanded or merged)."""
-    from .api import AutoMergingRetriever, ParentChildRetriever
+    from .retrievers import retriever_for
 
     if mode not in MODES:
         raise ValueError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -317,16 +318,10 @@ def query_cmd(
             raise ValueError(f"--filter is not valid JSON ({exc.msg} at character {exc.pos})") from None
         if not isinstance(filter_value, dict):
             raise ValueError(f"--filter must be a JSON object, got a JSON {type(filter_value).__name__}")
-    settings: dict[str, Any] = {"collection": collection, "filter": filter_value, "max_context_tokens": max_tokens}
-    if lexical_weight is not None:
-        settings["lexical_weight"] = lexical_weight
-    if min_relative_score is not None:
-        settings["min_relative_score"] = min_relative_score
     hrag = _open()
-    if mode == "parent-child":
-        retriever: Any = ParentChildRetriever(hrag, top_k_children=20 if top_k is None else top_k, max_parents=max_parents, **settings)
-    else:
-        retriever = AutoMergingRetriever(hrag, top_k=12 if top_k is None else top_k, merge_threshold=merge_threshold, **settings)
+    retriever = retriever_for(hrag, mode, collection=collection, filter=filter_value, top_k=top_k,
+                              max_parents=max_parents, merge_threshold=merge_threshold, max_tokens=max_tokens,
+                              lexical_weight=lexical_weight, min_relative_score=min_relative_score)
     context = retriever.context(text)
     if as_json:
         payload: dict[str, Any] = {"mode": mode, "results": [_result_json(r) for r in context.results]}

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as _np
 
+from . import defaults
 from .errors import InvalidArgument
 
 # The hits come with the text a reranker scores (heading path + content, or
@@ -144,7 +145,7 @@ class Search:
     text: str | None = None
     collection: str | None = None
     filter: dict[str, Any] | None = None
-    lexical_weight: float = 0.0
+    lexical_weight: float = defaults.LEXICAL_WEIGHT
     #: Vector candidates rescored by the hybrid score (None: 3 × k, at least 30).
     candidates: int | None = None
     min_relative_score: float | None = None
@@ -157,7 +158,8 @@ class Search:
 
     @property
     def hybrid(self) -> bool:
-        return self.lexical_weight > 0 or self.min_relative_score is not None
+        """Whether the hybrid statements are needed (no question text: nothing lexical to weigh)."""
+        return (self.lexical_weight > 0 and bool(self.text)) or self.min_relative_score is not None
 
     def params(self, k: int) -> dict[str, Any]:
         if self.filter is not None and not isinstance(self.filter, dict):
