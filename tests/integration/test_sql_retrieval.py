@@ -62,6 +62,29 @@ def test_node_text_is_own_text_plus_descendants_in_document_order(conn: psycopg.
     assert conn.execute("SELECT hrag.node_text(%s)", (uuid.uuid4(),)).fetchone() == (None,)
 
 
+def test_full_text_joins_contents_by_their_separators_and_skips_empty_nodes(conn: psycopg.Connection) -> None:
+    """A split line continues without a break, code lines keep single newlines, empty nodes add nothing."""
+    built = insert_tree(conn, Spec("doc", kind="document", children=[
+        Spec("s", "def f():", kind="section", children=[
+            Spec("g", kind="group", children=[
+                Spec("p1", "    return (1 +", {0: 1.0}, kind="code"),
+                Spec("p2", " 2)", {1: 1.0}, kind="code"),
+            ]),
+            Spec("p3", "x = 1", {2: 1.0}, kind="code"),
+        ]),
+    ]))
+    separators = {"p1": "\n", "p2": "", "p3": "\n\n\n", "g": "IGNORED"}
+    for key, separator in separators.items():
+        conn.execute("UPDATE hrag.nodes SET separator = %s WHERE id = %s", (separator, built.ids[key]))
+    text_of = lambda key: conn.execute("SELECT hrag.node_text(%s)", (built.ids[key],)).fetchone()[0]  # noqa: E731
+    assert text_of("doc") == "def f():\n    return (1 + 2)\n\n\nx = 1"
+    assert text_of("g") == "    return (1 + 2)", "a range's first content never carries its separator"
+    assert text_of("p2") == " 2)"
+    merged = conn.execute("SELECT content FROM hrag.auto_merge_hits(%s::uuid[], %s::real[], 1.0)",
+                          ([built.ids["p1"], built.ids["p2"]], [0.9, 0.8])).fetchall()
+    assert merged == [("    return (1 + 2)",)], "auto_merge_hits assembles text the same way"
+
+
 def _one_parent_many_children(n_main: int, others: int) -> Spec:
     main = Spec("A", "A", kind="section", children=[
         Spec(f"A{i}", f"a{i}", {0: 1.0, 1 + i: 0.05}, kind="paragraph") for i in range(n_main)

@@ -111,3 +111,15 @@ def test_every_sql_file_is_applied_by_exactly_one_revision() -> None:
             uses[name] = uses.get(name, 0) + 1
     assert sorted(uses) == schema_sql.names(), "SQL files without a revision, or revisions naming missing files"
     assert {name for name, count in uses.items() if count != 1} == set()
+
+
+def test_every_function_says_what_it_is_for_and_internal_helpers_say_so(db_url: str) -> None:
+    with psycopg.connect(_libpq(db_url)) as conn:
+        rows = conn.execute(
+            "SELECT p.proname, obj_description(p.oid, 'pg_proc') FROM pg_proc p "
+            "WHERE p.pronamespace = 'hrag'::regnamespace ORDER BY 1").fetchall()
+    assert rows
+    missing = [name for name, comment in rows if not comment]
+    assert missing == [], "functions without COMMENT ON FUNCTION"
+    wrongly_marked = [name for name, comment in rows if name.startswith("_") != comment.startswith("internal:")]
+    assert wrongly_marked == [], "internal helpers (named _*) must be commented 'internal: ...', and only they"

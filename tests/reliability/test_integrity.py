@@ -184,3 +184,40 @@ def test_check_repair_fixes_counts_ordering_and_depth_at_once_and_force_reingest
     # Without --force an unchanged file is left alone.
     code, _, again = hrag_cli(db_url, "ingest", tree["source"], "--json")
     assert code == 0 and again["results"][0]["status"] == "unchanged" and len(embedder.texts) == 1
+
+
+def _vector_index_problems(hrag: HRAG) -> set[str]:
+    return {p["problem"] for p in hrag.repository.check_integrity() if p["problem"].startswith("vector_index")}
+
+
+def _valid_hnsw_indexes(sql: psycopg.Connection) -> int:
+    return sql.execute(
+        "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am am ON am.oid = c.relam "
+        "WHERE i.indrelid = 'hrag.nodes'::regclass AND am.amname = 'hnsw' AND i.indisvalid").fetchone()[0]
+
+
+def test_a_missing_vector_index_is_reported_and_rebuilt_by_repair(
+    tree: dict[str, Any], hrag: HRAG, sql: psycopg.Connection, db_url: str
+) -> None:
+    """A bulk load killed between DROP INDEX and CREATE INDEX leaves searches scanning every row."""
+    sql.execute("DROP INDEX hrag.nodes_embedding_hnsw_idx")
+    assert _vector_index_problems(hrag) == {"vector_index_missing"}
+    code, output, _ = hrag_cli(db_url, "check")
+    assert code == 1 and "vector_index_missing" in output
+
+    code, output, report = hrag_cli(db_url, "check", "--repair", "--json")
+    assert (code, report["ok"]) == (0, True), output
+    assert report["repaired"]["vector_index"] == 1
+    assert _valid_hnsw_indexes(sql) == 1
+    assert _vector_index_problems(hrag) == set()
+
+
+def test_an_invalid_vector_index_is_reported_and_rebuilt_by_repair(
+    tree: dict[str, Any], hrag: HRAG, sql: psycopg.Connection
+) -> None:
+    """An interrupted CREATE INDEX CONCURRENTLY leaves an index marked invalid that the planner ignores."""
+    sql.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'hrag.nodes_embedding_hnsw_idx'::regclass")
+    assert _vector_index_problems(hrag) == {"vector_index_invalid"}
+    assert hrag.repository.repair_integrity()["vector_index"] == 1
+    assert _valid_hnsw_indexes(sql) == 1
+    assert _vector_index_problems(hrag) == set()
