@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import time
 from collections.abc import Iterable
@@ -23,14 +24,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from typing_extensions import Self
 
 from . import db, defaults, migrate
 from .async_repository import AsyncRepository
 from .embedding import Embedder, default_embedder
 from .errors import HragError, IngestError
 from .ingest.children import QuestionGenerator
-from .ingest.loaders import iter_supported_files
-from .ingest.pipeline import IngestOptions, prepare_file, prepare_tree
+from .ingest.loaders import load_document
+from .ingest.pipeline import IngestOptions, Strategy, prepare_tree
+from .ingest.sources import name_files
+from .ingest.text import TextFormat, check_metadata, check_source, load_text
 from .ingest.tree import DocumentTree
 from .models import Context, IngestResult, RetrievalResult
 from .repository import Progress, Repository
@@ -129,6 +133,8 @@ class HRAG:
         stop_on_error: bool = False,
         force: bool = False,
         bulk: bool = False,
+        metadata: dict[str, Any] | None = None,
+        source: str | None = None,
     ) -> IngestReport:
         """Ingest files and directories; unsupported files are skipped and reported.
 
@@ -137,6 +143,13 @@ class HRAG:
         is stored for the others.  ``bulk`` drops the vector index for the
         duration and rebuilds it once at the end (much faster for big
         initial loads; searches meanwhile fall back to sequential scans).
+
+        Source names do not depend on the current directory (see
+        :mod:`hrag_pg.ingest.sources`): a file is named by its file name, a
+        directory's files by their path relative to it, and ``source`` names
+        the one file given or prefixes a directory's names.  ``metadata`` (a
+        JSON object) is stored on every document written, and ``filter``
+        matches it.
         """
         started = time.perf_counter()
         options = options or IngestOptions()
@@ -145,32 +158,105 @@ class HRAG:
         for p in paths:
             if not Path(p).exists():
                 raise IngestError(f"{p}: no such file or directory")
-        files, skipped = iter_supported_files(paths)
+        user_metadata = check_metadata(metadata, "--metadata")
+        files, skipped = name_files(paths, source)
         report.skipped = [(str(p), reason) for p, reason in skipped]
         _ = self.embedder  # load the model and check its dimension before touching the index
         with self.repository.vector_index_suspended() if bulk else contextlib.nullcontext():
             self._ingest_files(files, report, collection, options, progress, question_generator,
-                               stop_on_error, force)
+                               stop_on_error, force, user_metadata)
         report.seconds = time.perf_counter() - started
         return report
 
-    def _ingest_files(self, files: list[Path], report: IngestReport, collection: str, options: IngestOptions,
-                      progress: Progress | None, question_generator: QuestionGenerator | None,
-                      stop_on_error: bool, force: bool) -> None:
-        embedder = self.embedder
-        counter = embedder.token_counter
-        for index, path in enumerate(files, start=1):
+    def _ingest_files(self, files: list[tuple[Path, str]], report: IngestReport, collection: str,
+                      options: IngestOptions, progress: Progress | None,
+                      question_generator: QuestionGenerator | None, stop_on_error: bool, force: bool,
+                      metadata: dict[str, Any]) -> None:
+        for index, (path, name) in enumerate(files, start=1):
             try:
-                doc = prepare_file(path, options, collection=collection, model_name=_model_name(embedder),
-                                   counter=counter, question_generator=question_generator)
-                report.results.append(self.repository.write_document(doc, embedder, progress=progress,
-                                                                     force=force))
+                tree = load_document(path, strategy=options.strategy, source=name, errors=options.errors,
+                                     window_tokens=options.window_tokens)
+                report.results.append(self._write_tree(tree, collection, options, progress, question_generator,
+                                                       force, metadata))
             except HragError as exc:
                 if stop_on_error:
                     raise
                 report.failed.append((str(path), str(exc)))
             if progress:
                 progress("files", index, len(files))
+
+    def _write_tree(self, tree: DocumentTree, collection: str, options: IngestOptions, progress: Progress | None,
+                    question_generator: QuestionGenerator | None, force: bool,
+                    metadata: dict[str, Any]) -> IngestResult:
+        """Refine, flatten and write one parsed document (one transaction)."""
+        embedder = self.embedder
+        tree.metadata.update(metadata)  # the user's keys win over hrag's strategy/file_type
+        doc = prepare_tree(tree, options, collection=collection, model_name=_model_name(embedder),
+                           counter=embedder.token_counter, question_generator=question_generator)
+        return self.repository.write_document(doc, embedder, progress=progress, force=force)
+
+    def ingest_text(
+        self,
+        text: str,
+        *,
+        source: str,
+        collection: str = "default",
+        metadata: dict[str, Any] | None = None,
+        strategy: Strategy | None = None,
+        format: TextFormat = "markdown",
+        options: IngestOptions | None = None,
+        force: bool = False,
+    ) -> IngestResult:
+        """Ingest a string as the document ``source``: same parsers, ids, locks and re-embedding as a file.
+
+        ``format`` is "markdown", "text" (read as a ``.txt`` file is) or
+        "html"; ``strategy`` overrides the parent strategy as for files.
+        ``metadata`` (a JSON object) is stored on the document; ``filter``
+        matches it.  Bad input raises :class:`IngestError` before anything
+        is written, so what is stored stays as it was.
+        """
+        options = _with_strategy(options, strategy)
+        tree = load_text(text, source=source, format=format, strategy=options.strategy,
+                         window_tokens=options.window_tokens)
+        return self._write_tree(tree, collection, options, None, None, force, check_metadata(metadata, source))
+
+    def ingest_texts(
+        self,
+        items: Iterable[TextItem | tuple[str, str] | tuple[str, str, dict[str, Any] | None]],
+        *,
+        collection: str = "default",
+        strategy: Strategy | None = None,
+        format: TextFormat = "markdown",
+        options: IngestOptions | None = None,
+        force: bool = False,
+        progress: Progress | None = None,
+    ) -> IngestReport:
+        """Ingest many ``(text, source[, metadata])`` items, one transaction each.
+
+        Every item is parsed and checked first: one bad item (empty text, a
+        NUL, metadata that is not a JSON object, a source named twice) raises
+        :class:`IngestError` naming it before anything is written.
+        """
+        started = time.perf_counter()
+        options = _with_strategy(options, strategy)
+        parsed: list[tuple[DocumentTree, dict[str, Any]]] = []
+        seen: dict[str, int] = {}
+        for index, item in enumerate(items):
+            text, source, metadata = _text_item(item, index)
+            if source in seen:
+                raise IngestError(f"items {seen[source]} and {index} both have source {source!r}; "
+                                  "each document needs its own source")
+            seen[source] = index
+            tree = load_text(text, source=source, format=format, strategy=options.strategy,
+                             window_tokens=options.window_tokens)
+            parsed.append((tree, check_metadata(metadata, source)))
+        report = IngestReport()
+        for index, (tree, metadata) in enumerate(parsed, start=1):
+            report.results.append(self._write_tree(tree, collection, options, None, None, force, metadata))
+            if progress:
+                progress("files", index, len(parsed))
+        report.seconds = time.perf_counter() - started
+        return report
 
     def ingest_tree(
         self,
@@ -278,11 +364,35 @@ class HRAG:
         """Close the idle pooled connections (the engine is shared per URL and reconnects on use)."""
         self.repository.engine.dispose()
 
-    def __enter__(self) -> HRAG:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@dataclass(frozen=True)
+class TextItem:
+    """One document for :meth:`HRAG.ingest_texts`: its text, source name and metadata."""
+
+    text: str
+    source: str
+    metadata: dict[str, Any] | None = None
+
+
+def _text_item(item: Any, index: int) -> tuple[str, str, dict[str, Any] | None]:
+    if isinstance(item, TextItem):
+        return item.text, item.source, item.metadata
+    if isinstance(item, tuple) and len(item) in (2, 3):
+        text, source = item[0], item[1]
+        return text, check_source(source), item[2] if len(item) == 3 else None
+    raise IngestError(f"item {index} must be a TextItem or a (text, source[, metadata]) tuple, "
+                      f"got {type(item).__name__}")
+
+
+def _with_strategy(options: IngestOptions | None, strategy: Strategy | None) -> IngestOptions:
+    options = options or IngestOptions()
+    return dataclasses.replace(options, strategy=strategy) if strategy is not None else options
 
 
 def _model_name(embedder: Embedder) -> str:
@@ -310,7 +420,7 @@ class AsyncHRAG:
     async def open(cls, url: str | None = None, **kwargs: Any) -> AsyncHRAG:
         return cls(await asyncio.to_thread(HRAG.open, url, **kwargs))
 
-    async def __aenter__(self) -> AsyncHRAG:
+    async def __aenter__(self) -> Self:
         await self.repository.pool()
         return self
 
@@ -393,4 +503,13 @@ class AsyncHRAG:
 
     async def close(self) -> None:
         await self.repository.close()
-__all__ = ["HRAG", "AsyncHRAG", "IngestReport", "ParentChildRetriever", "AutoMergingRetriever", "BaseRetriever", "check_question"]
+__all__ = [
+    "HRAG",
+    "AsyncHRAG",
+    "AutoMergingRetriever",
+    "BaseRetriever",
+    "IngestReport",
+    "ParentChildRetriever",
+    "TextItem",
+    "check_question",
+]

@@ -207,6 +207,19 @@ def print_results(results: list[Any], *, max_lines: int | None = None) -> None:
         console.print()
 
 
+def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
+    """An option's JSON object, or ValueError naming the option and what is wrong."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{option} is not valid JSON ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{option} must be a JSON object, got a JSON {type(value).__name__}")
+    return value
+
+
 def _progress_bar() -> Any:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -232,6 +245,12 @@ def ingest_cmd(
     errors: str = typer.Option("strict", help="Invalid UTF-8: strict (refuse the file) or replace."),
     force: bool = typer.Option(False, "--force", help="Rewrite unchanged documents too (repairs missing embeddings)."),
     bulk: bool = typer.Option(False, "--bulk", help="Initial loads: drop the vector index, load, rebuild it once."),
+    metadata_json: str = typer.Option(None, "--metadata",
+                                      help='JSON object stored on every document written, e.g. \'{"lang": "ja"}\' '
+                                           "(query --filter matches it)."),
+    source: str = typer.Option(None, "--source",
+                               help="Source name of the one file given, or prefix of a directory's names "
+                                    "(default: the file name; a directory's files: their path relative to it)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON report."),
 ) -> None:
     """Ingest documents: build their trees, embed the children, write each document in one transaction.
@@ -244,6 +263,7 @@ def ingest_cmd(
     options = IngestOptions(strategy=strategy, child=child, max_child_tokens=max_child_tokens,  # type: ignore[arg-type]
                             overlap_tokens=overlap_tokens, max_parent_tokens=max_parent_tokens,
                             window_tokens=window_tokens, errors=errors)  # type: ignore[arg-type]
+    metadata = _json_object(metadata_json, "--metadata")
     hrag = _open()
     with _progress_bar() as bar:
         tasks: dict[str, Any] = {}
@@ -257,7 +277,7 @@ def ingest_cmd(
                 bar.remove_task(tasks.pop(stage))
 
         report = hrag.ingest(paths, collection=collection, options=options, progress=progress, force=force,
-                             bulk=bulk)
+                             bulk=bulk, metadata=metadata, source=source)
     if as_json:
         print_json({
             "collection": collection,
@@ -310,14 +330,7 @@ def query_cmd(
 
     if mode not in MODES:
         raise ValueError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
-    filter_value = None
-    if filter_json is not None:
-        try:
-            filter_value = json.loads(filter_json)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"--filter is not valid JSON ({exc.msg} at character {exc.pos})") from None
-        if not isinstance(filter_value, dict):
-            raise ValueError(f"--filter must be a JSON object, got a JSON {type(filter_value).__name__}")
+    filter_value = _json_object(filter_json, "--filter")
     hrag = _open()
     retriever = retriever_for(hrag, mode, collection=collection, filter=filter_value, top_k=top_k,
                               max_parents=max_parents, merge_threshold=merge_threshold, max_tokens=max_tokens,

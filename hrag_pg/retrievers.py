@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar, Union
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -21,8 +21,8 @@ from . import context as context_module
 from . import defaults, queries
 from .errors import HragError
 from .models import Context, RetrievalResult, SearchHit
-from .rerank import Reranker
 from .repository import hits_arrays, to_hit, to_result
+from .rerank import Reranker
 
 if TYPE_CHECKING:  # pragma: no cover
     from .api import HRAG
@@ -48,7 +48,7 @@ class Rerank:
     keep: int
 
 
-Request = Union[Fetch, Rerank]
+Request = Fetch | Rerank
 Flow = Generator[Request, Any, T]
 Fetcher = Callable[[str, dict[str, Any]], list[dict[str, Any]]]
 AsyncFetcher = Callable[[str, dict[str, Any]], Awaitable[list[dict[str, Any]]]]
@@ -227,11 +227,11 @@ def retriever_for(
     ``defaults.TOP_K_CHILDREN``) or the leaves hit (auto-merge, default
     ``defaults.TOP_K``); ``max_tokens`` is the context budget.
     """
-    common: dict[str, Any] = dict(
-        collection=collection, filter=filter, lexical_weight=lexical_weight, candidates=candidates,
-        min_relative_score=min_relative_score, reranker=reranker, rerank_candidates=rerank_candidates,
-        max_context_tokens=max_tokens,
-    )
+    common: dict[str, Any] = {
+        "collection": collection, "filter": filter, "lexical_weight": lexical_weight, "candidates": candidates,
+        "min_relative_score": min_relative_score, "reranker": reranker, "rerank_candidates": rerank_candidates,
+        "max_context_tokens": max_tokens,
+    }
     if mode == "parent-child":
         return ParentChildRetriever(hrag, top_k_children=defaults.TOP_K_CHILDREN if top_k is None else top_k,
                                     max_parents=max_parents, min_score=min_score, **common)
