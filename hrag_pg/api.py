@@ -16,14 +16,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import datetime
 import functools
 import time
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, Field
 from typing_extensions import Self
 
 from . import db, defaults, migrate
@@ -33,7 +36,7 @@ from .errors import HragError, IngestError
 from .ingest.children import QuestionGenerator
 from .ingest.loaders import load_document
 from .ingest.pipeline import IngestOptions, Strategy, prepare_tree
-from .ingest.sources import name_files
+from .ingest.sources import name_files, old_names
 from .ingest.text import TextFormat, check_metadata, check_source, load_text
 from .ingest.tree import DocumentTree
 from .models import Context, IngestResult, RetrievalResult
@@ -280,6 +283,61 @@ class HRAG:
         """Delete a source and its whole tree; False if it was not stored."""
         return self.repository.delete_source(source, collection)
 
+    def sources(self, collection: str | None = None) -> list[SourceInfo]:
+        """The stored documents (all collections, or one): source, collection, nodes, last update."""
+        return [SourceInfo(**row) for row in self.repository.sources(collection)]
+
+    def rename_from_paths(
+        self,
+        paths: Iterable[str | Path],
+        *,
+        collection: str = "default",
+        dry_run: bool = False,
+        options: IngestOptions | None = None,
+    ) -> list[Rename]:
+        """Move documents ingested under the old naming (the path as typed) to today's names.
+
+        For each file under ``paths``, named by today's rule, a stored
+        document whose source is that file's old-style name is rewritten
+        under the new name — in one transaction that reuses its embeddings
+        and deletes the old row, so nothing is re-embedded and nothing is
+        lost.  Ambiguous matches are reported and left alone; ``dry_run``
+        only reports.
+        """
+        options = options or IngestOptions()
+        files, _ = name_files(list(paths))
+        stored = [s.source for s in self.sources(collection)]
+        plans: list[Rename] = []
+        claimed: dict[str, int] = {}
+        for file, new_name in files:
+            found = old_names(file, new_name, stored)
+            if len(found) == 1:
+                claimed[found[0]] = claimed.get(found[0], 0) + 1
+            plans.append(Rename(path=str(file), new=new_name, old=found[0] if len(found) == 1 else None,
+                                status="planned" if len(found) == 1 else
+                                ("ambiguous: " + ", ".join(found) if found else "no old-named document")))
+        for plan in plans:
+            if plan.old is not None and claimed[plan.old] > 1:
+                plan.status, plan.old = f"ambiguous: {plan.old} matches several files", None
+            elif plan.old is not None and plan.new in stored:
+                plan.status = f"both {plan.old!r} and {plan.new!r} are stored; delete one first"
+                plan.old = None
+        if dry_run:
+            return plans
+        for plan in plans:
+            if plan.old is None:
+                continue
+            old_metadata = next(s.metadata for s in self.sources(collection) if s.source == plan.old)
+            tree = load_document(Path(plan.path), strategy=options.strategy, source=plan.new,
+                                 errors=options.errors, window_tokens=options.window_tokens)
+            tree.metadata = {**old_metadata, **tree.metadata}  # the user's keys travel; hrag's are fresh
+            embedder = self.embedder
+            doc = prepare_tree(tree, options, collection=collection, model_name=_model_name(embedder),
+                               counter=embedder.token_counter)
+            result = self.repository.write_document(doc, embedder, replaces=plan.old)
+            plan.status, plan.embedded = "renamed", result.embedded
+        return plans
+
     # ------------------------------------------------------------- retrieval
 
     def parent_child(
@@ -369,6 +427,28 @@ class HRAG:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class SourceInfo(BaseModel):
+    """One stored document, as ``hrag sources`` lists it."""
+
+    source: str
+    collection: str
+    document_id: uuid.UUID
+    nodes: int
+    updated_at: datetime.datetime
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass
+class Rename:
+    """One file of :meth:`HRAG.rename_from_paths`: its new name, the old one found, what happened."""
+
+    path: str
+    new: str
+    old: str | None
+    status: str
+    embedded: int = 0
 
 
 @dataclass(frozen=True)

@@ -176,6 +176,9 @@ def _result_json(result: Any) -> dict[str, Any]:
         "kind": result.kind,
         "hit_ratio": result.hit_ratio,
         "token_count": result.token_count,
+        "source": result.source,
+        "document_id": str(result.document_id),
+        "document_metadata": result.document_metadata,
     }
     if result.mode == "parent-child":
         payload["matched_children"] = [str(i) for i in result.matched_children or []]
@@ -185,7 +188,7 @@ def _result_json(result: Any) -> dict[str, Any]:
 
 
 def print_results(results: list[Any], *, max_lines: int | None = None) -> None:
-    """Each result: a rule with rank, heading path and score; why it is here; then its text."""
+    """Each result: a rule with rank and score; source and whole heading path; why it is here; its text."""
     from rich.rule import Rule
     from rich.text import Text
 
@@ -194,8 +197,11 @@ def print_results(results: list[Any], *, max_lines: int | None = None) -> None:
         return
     for r in results:
         path = " › ".join(p for p in r.heading_path if p) or (r.title or str(r.node_id))
-        console.print(Rule(Text.assemble((f"#{r.rank} ", "bold"), (f"{r.score:.3f} ", "green"),
-                                         (path, "bold cyan")), align="left"))
+        # The rule carries what fits on any width; the source and the whole heading path get
+        # their own wrapped line, so the part that says where the passage is is never cut.
+        console.print(Rule(Text.assemble((f"#{r.rank} ", "bold"), (f"{r.score:.3f}", "green")), align="left"))
+        console.print(Text.assemble((r.source or "?", "bold magenta"), (" › ", "dim"), (path, "bold cyan")),
+                      soft_wrap=True)
         console.print(Text(f"{r.explanation()} · {r.kind or 'node'} · {r.token_count} tokens · {r.node_id}",
                            style="dim"), soft_wrap=True)
         body = r.content
@@ -216,7 +222,7 @@ def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
     except json.JSONDecodeError as exc:
         raise ValueError(f"{option} is not valid JSON ({exc.msg} at character {exc.pos})") from None
     if not isinstance(value, dict):
-        raise ValueError(f"{option} must be a JSON object, got a JSON {type(value).__name__}")
+        raise ValueError(f"{option} must be a JSON object, got a JSON {type(value).__name__}")  # noqa: TRY004
     return value
 
 
@@ -392,8 +398,50 @@ def delete_cmd(
     """Delete a source and its whole tree (one transaction)."""
     hrag = _open()
     if not hrag.delete(source, collection):
-        raise HragError(f"no source {source!r} in collection {collection!r}")
+        elsewhere = hrag.repository.collections_of(source)
+        where = (f"; it is stored in collection{'s' if len(elsewhere) > 1 else ''} "
+                 + ", ".join(repr(c) for c in elsewhere) + " (pass --collection)") if elsewhere else \
+            "; `hrag sources` lists what is stored"
+        raise HragError(f"no source {source!r} in collection {collection!r}{where}")
     console.print(f"deleted {source}", highlight=False)
+
+
+@app.command("sources")
+@clear_errors
+def sources_cmd(
+    collection: str = typer.Option(None, "--collection", "-c", help="Only this collection."),
+    rename_from_paths: list[Path] = typer.Option(
+        None, "--rename-from-paths",
+        help="Migrate documents ingested under the old naming (the path as typed) to today's names for the "
+             "files under this path (repeatable); reuses their embeddings, one transaction each."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="With --rename-from-paths: only show the plan."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """List the stored documents: source, collection, nodes, last update."""
+    hrag = _open()
+    if rename_from_paths:
+        plans = hrag.rename_from_paths(rename_from_paths, collection=collection or "default", dry_run=dry_run)
+        if as_json:
+            print_json([{"path": p.path, "old": p.old, "new": p.new, "status": p.status,
+                         "embedded": p.embedded} for p in plans])
+            return
+        for p in plans:
+            arrow = f"{p.old} → {p.new}" if p.old else p.new
+            console.print(f"{p.status:9} {arrow}" + ("" if p.old else f"  ({p.path})"), highlight=False)
+        return
+    rows = hrag.sources(collection)
+    if as_json:
+        print_json([{**r.model_dump(mode="json", exclude={"metadata"}), "metadata": r.metadata} for r in rows])
+        return
+    if not rows:
+        console.print("[yellow]no documents stored[/]" + (f" in collection {collection!r}" if collection else ""))
+        return
+    from rich.table import Table
+
+    table = Table("source", "collection", "nodes", "updated")
+    for r in rows:
+        table.add_row(r.source, r.collection, str(r.nodes), r.updated_at.strftime("%Y-%m-%d %H:%M:%S %Z"))
+    console.print(table)
 
 
 @app.command("stats")

@@ -89,6 +89,9 @@ class RetrievalResult(BaseModel):
     #: auto-merge: covered children / child_count when the node was merged.
     hit_ratio: float | None = None
     token_count: int = 0
+    #: The document's source name (what to cite) and its metadata (the user's keys and hrag's).
+    source: str | None = None
+    document_metadata: dict[str, Any] = Field(default_factory=dict)
 
     def explanation(self) -> str:
         """One line saying why this passage is in the context."""

@@ -29,31 +29,35 @@ SELECT s.node_id, s.parent_id, s.document_id, s.score, n.heading_path,
 
 PARENT_CHILD = """
 SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
-       r.matched_children, r.rank, n.depth, n.kind
+       r.matched_children, r.rank, n.depth, n.kind, d.source, d.metadata AS document_metadata
   FROM hrag.parent_child(%(q)s, %(k)s::int, %(p)s::int, %(c)s::text, %(f)s::jsonb, %(m)s::real) AS r
   JOIN hrag.nodes n ON n.id = r.node_id
+  JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
 """
 
 AUTO_MERGE = """
-SELECT r.*, n.kind
+SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
   FROM hrag.auto_merge(%(q)s, %(k)s::int, %(t)s::real, %(c)s::text, %(f)s::jsonb) AS r
   JOIN hrag.nodes n ON n.id = r.node_id
+  JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
 """
 
 AUTO_MERGE_HITS = """
-SELECT r.*, n.kind
+SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
   FROM hrag.auto_merge_hits(%(ids)s::uuid[], %(scores)s::real[], %(t)s::real) AS r
   JOIN hrag.nodes n ON n.id = r.node_id
+  JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
 """
 
 PARENT_CHILD_HITS = """
 SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
-       r.matched_children, r.rank, n.depth, n.kind
+       r.matched_children, r.rank, n.depth, n.kind, d.source, d.metadata AS document_metadata
   FROM hrag.parent_child_hits(%(ids)s::uuid[], %(scores)s::real[], %(p)s::int, %(k)s::int) AS r
   JOIN hrag.nodes n ON n.id = r.node_id
+  JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
 """
 
@@ -73,11 +77,12 @@ WITH hit AS (
       FROM hrag.search_hybrid(%(q)s, %(qt)s::text, %(k)s::int, %(c)s::text, %(f)s::jsonb,
                               %(w)s::real, %(n)s::int, %(r)s::real)
 )
-SELECT r.*, n.kind
+SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
   FROM hrag.auto_merge_hits(ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id),
                             ARRAY(SELECT score FROM hit ORDER BY score DESC, node_id),
                             %(t)s::real) AS r
   JOIN hrag.nodes n ON n.id = r.node_id
+  JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
 """
 
@@ -91,11 +96,12 @@ WITH hit AS (
      WHERE %(m)s::real IS NULL OR score >= %(m)s::real
 )
 SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
-       r.matched_children, r.rank, n.depth, n.kind
+       r.matched_children, r.rank, n.depth, n.kind, d.source, d.metadata AS document_metadata
   FROM hrag.parent_child_hits(ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id),
                               ARRAY(SELECT score FROM hit ORDER BY score DESC, node_id),
                               %(p)s::int, %(k)s::int) AS r
   JOIN hrag.nodes n ON n.id = r.node_id
+  JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
 """
 

@@ -65,3 +65,24 @@ def _refuse_collisions(named: Iterable[tuple[Path, str]]) -> None:
                 "separate calls with an explicit source (--source) or into different collections"
             )
         owners[name] = file
+
+
+def old_names(file: Path, new_name: str, stored: Iterable[str], cwd: Path | None = None) -> list[str]:
+    """Stored sources that name ``file`` the old way (the path as typed when it was ingested).
+
+    A stored name matches when it is the file's path (absolute, or relative
+    to ``cwd``), or when it ends with ``/`` + the new name (``docs/guide.md``
+    and ``../docs/guide.md`` for ``guide.md``).  More than one match is for
+    the caller to report as ambiguous.
+    """
+    cwd = cwd or Path.cwd()
+    target = file.resolve()
+    found = []
+    for name in stored:
+        if name == new_name or Path(name).name != file.name:
+            continue
+        path = Path(name)
+        same_file = (path if path.is_absolute() else cwd / path).resolve() == target
+        if same_file or name.replace("\\", "/").endswith("/" + new_name):
+            found.append(name)
+    return found
