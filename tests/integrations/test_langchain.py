@@ -16,7 +16,15 @@ from hrag_pg.api import HRAG
 from hrag_pg.errors import IngestError
 from hrag_pg.integrations.langchain import HRAGRetriever
 from tests.integrations.conftest import (
-    AM_QUESTION, GUIDE, HANDBOOK, MERGE_QUESTION, PAY_DAY, PC_PARENT, PC_QUESTION, RULES, SECURITY,
+    AM_QUESTION,
+    GUIDE,
+    HANDBOOK,
+    MERGE_QUESTION,
+    PAY_DAY,
+    PC_PARENT,
+    PC_QUESTION,
+    RULES,
+    SECURITY,
 )
 
 EXPECTED_KEYS = {"node_id", "document_id", "source", "title", "heading_path", "score", "depth", "kind",
@@ -122,3 +130,14 @@ def test_documents_without_a_source_are_refused_before_anything_is_written(hrag:
         HRAGRetriever(hrag=hrag).add_documents([Document(page_content=GUIDE, metadata={"source": "a"}),
                                                 Document(page_content=RULES)])
     assert hrag.sources() == []
+
+
+def test_the_core_imports_neither_framework() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, hrag_pg, hrag_pg.api, hrag_pg.cli, hrag_pg.retrievers, hrag_pg.integrations; "
+            "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('langchain_core', 'llama_index')); "
+            "assert not loaded, loaded")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
