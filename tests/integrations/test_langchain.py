@@ -139,5 +139,5 @@ def test_the_core_imports_neither_framework() -> None:
     code = ("import sys, hrag_pg, hrag_pg.api, hrag_pg.cli, hrag_pg.retrievers, hrag_pg.integrations; "
             "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('langchain_core', 'llama_index')); "
             "assert not loaded, loaded")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
