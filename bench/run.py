@@ -270,11 +270,12 @@ def reingest_hrag(hrag: HRAG, embedder: TimedEmbedder, source: Path, work: Path)
     }
 
 
-def run_peer(key: str, python: Path, files_list: Path, questions_path: Path, out: Path) -> dict[str, Any] | None:
+def run_peer(key: str, python: Path, files_list: Path, questions_path: Path, out: Path,
+             edit_file: str = common.EDIT_FILE) -> dict[str, Any] | None:
     log(f"running peer {key} in {python.parent.parent.name}")
     cmd = [str(python), str(Path(__file__).resolve().parent / "peers.py"), key,
            "--files-from", str(files_list), "--questions", str(questions_path), "--out", str(out),
-           "--repeat", str(RETRIEVAL_REPEAT)]
+           "--repeat", str(RETRIEVAL_REPEAT), "--edit-file", edit_file]
     started = time.perf_counter()
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -618,7 +619,8 @@ def main(argv: list[str] | None = None) -> int:
                 data.setdefault("measured_at", time.strftime(
                     "%Y-%m-%d %H:%M", time.gmtime(previous.stat().st_mtime)) + " UTC, an earlier run")
             else:
-                data = run_peer(key, args.peers_python, files_list, questions_path, previous)
+                # the file hrag-pg's re-ingestion edited, so the peers edit the same one on any corpus
+                data = run_peer(key, args.peers_python, files_list, questions_path, previous, edit_source.name)
             if data is None:
                 continue
             rep, timings = score_peer(data, questions, truncator)

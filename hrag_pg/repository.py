@@ -42,12 +42,12 @@ Progress = Callable[[str, int, int], None]
 _NODE_COLUMNS = (
     "id", "document_id", "collection", "parent_id", "depth", "position", "kind", "title",
     "heading_path", "content", "token_count", "child_count", "seq", "subtree_end",
-    "content_hash", "embedding", "metadata",
+    "content_hash", "embedding", "metadata", "subtree_tokens",
 )
 _NODE_TYPES = (
     "uuid", "uuid", "text", "uuid", "int4", "int4", "text", "text",
     "text[]", "text", "int4", "int4", "int4", "int4",
-    "text", "vector", "jsonb",
+    "text", "vector", "jsonb", "int4",
 )
 COPY_CHUNK = 2000
 
@@ -69,17 +69,18 @@ def to_hit(row: dict[str, Any]) -> SearchHit:
 #: The columns that place a node in its tree; if none changes, a rewrite is an in-place update.
 _SHAPE_COLUMNS = ["parent_id", "depth", "position", "seq", "subtree_end", "child_count"]
 #: The columns an in-place update rewrites.
-_TEXT_COLUMNS = ["kind", "title", "heading_path", "content", "token_count", "content_hash", "metadata"]
+_TEXT_COLUMNS = ["kind", "title", "heading_path", "content", "token_count", "content_hash", "metadata",
+                 "subtree_tokens"]
 
 
 def _text_values(n: Any, *, json: bool = False) -> tuple[Any, ...]:
     return (n.kind, n.title, list(n.heading_path), n.content, n.token_count, n.content_hash,
-            Jsonb(n.metadata) if json else n.metadata)
+            Jsonb(n.metadata) if json else n.metadata, n.subtree_tokens)
 
 
 def _comparable(values: tuple[Any, ...]) -> tuple[Any, ...]:
-    kind, title, heading_path, content, token_count, content_hash, metadata = values
-    return (kind, title, list(heading_path or []), content, token_count, content_hash, metadata)
+    kind, title, heading_path, content, token_count, content_hash, metadata, subtree_tokens = values
+    return (kind, title, list(heading_path or []), content, token_count, content_hash, metadata, subtree_tokens)
 
 
 def _same_shape(doc: FlatDocument, old_rows: dict[uuid.UUID, tuple[Any, ...]]) -> bool:
@@ -254,6 +255,8 @@ class Repository:
         else:
             conn.execute(sa.text("DELETE FROM hrag.nodes WHERE document_id = :id"), {"id": doc.id})
             self._copy_nodes(conn, doc, stored, fresh, progress, after_chunk)
+        # The lexical statistics (IDF) change with the rows, in the same transaction.
+        conn.execute(sa.text("SELECT hrag.refresh_document_terms(:id)"), {"id": doc.id})
 
         return IngestResult(
             source=doc.source, collection=doc.collection, document_id=doc.id,
@@ -341,7 +344,7 @@ class Repository:
                     copy.write_row((
                         n.id, doc.id, doc.collection, n.parent_id, n.depth, n.position, n.kind, n.title,
                         n.heading_path, n.content, n.token_count, n.child_count, n.seq, n.subtree_end,
-                        n.content_hash, embedding, Jsonb(n.metadata),
+                        n.content_hash, embedding, Jsonb(n.metadata), n.subtree_tokens,
                     ))
                     if i % COPY_CHUNK == 0 or i == total:
                         if progress:
@@ -365,6 +368,7 @@ class Repository:
             )
             conn.execute(sa.text("DELETE FROM hrag.nodes WHERE document_id = :id"), {"id": doc.id})
             self._copy_nodes(conn, doc, {}, vectors, None, None)
+            conn.execute(sa.text("SELECT hrag.refresh_document_terms(:id)"), {"id": doc.id})
 
     @contextmanager
     def vector_index_suspended(self, *, maintenance_work_mem: str = "1GB") -> Iterator[None]:

@@ -37,6 +37,12 @@ class Spec:
     children: list[Spec] = field(default_factory=list)
     kind: str = "section"
     metadata: dict | None = None
+    #: Stored token count of the node's own text (default: its number of words).
+    tokens: int | None = None
+
+    @property
+    def own_tokens(self) -> int:
+        return self.tokens if self.tokens is not None else len(self.content.split())
 
 
 @dataclass
@@ -63,14 +69,16 @@ def insert_tree(
     counter = [0]
 
     def visit(spec: Spec, parent: uuid.UUID | None, depth: int, position: int, path: list[str]) -> int:
+        """Appends the subtree's rows; returns its token total."""
         node_id = uuid.uuid4()
         ids[spec.key] = node_id
         seq = counter[0]
         counter[0] += 1
         row_index = len(rows)
         rows.append(())  # placeholder until subtree_end is known
+        subtree_tokens = spec.own_tokens if spec.content else 0
         for i, child in enumerate(spec.children):
-            visit(child, node_id, depth + 1, i, [*path, spec.key])
+            subtree_tokens += visit(child, node_id, depth + 1, i, [*path, spec.key])
         subtree_end = counter[0] - 1
         emb = spec.embedding
         if isinstance(emb, dict):
@@ -78,16 +86,18 @@ def insert_tree(
         rows[row_index] = (
             node_id, doc_id, collection, parent, depth, position, spec.kind, spec.key, path,
             spec.content, len(spec.children), seq, subtree_end, "h", emb,
-            psycopg.types.json.Jsonb(spec.metadata or {}),
+            psycopg.types.json.Jsonb(spec.metadata or {}), spec.own_tokens if spec.content else 0, subtree_tokens,
         )
-        return subtree_end
+        return subtree_tokens
 
     visit(root, None, 0, 0, [])
     with conn.cursor() as cur:
         cur.executemany(
             """INSERT INTO hrag.nodes (id, document_id, collection, parent_id, depth, position, kind, title,
-                   heading_path, content, child_count, seq, subtree_end, content_hash, embedding, metadata)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
+                   heading_path, content, child_count, seq, subtree_end, content_hash, embedding, metadata,
+                   token_count, subtree_tokens)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
             rows,
         )
+        cur.execute("SELECT hrag.refresh_document_terms(%s)", (doc_id,))
     return Built(doc_id, ids)

@@ -81,6 +81,8 @@ class NodeRow:
     metadata: dict[str, Any]
     #: The text to embed, or None for nodes that are not search targets.
     embed_text: str | None = None
+    #: token_count summed over the subtree's nodes with text: the unit of budgets (hrag.retrieve).
+    subtree_tokens: int = 0
 
 
 @dataclass
@@ -191,6 +193,7 @@ def flatten(
                 segment = f"{segment}~{count}"
             visit(child, row, f"{path}/{segment}", depth + 1, i, child_titles)
         row.subtree_end = len(doc.nodes) - 1
+        row.subtree_tokens = sum(d.token_count for d in doc.nodes[row.seq:] if d.content)
         return row
 
     visit(tree.root, None, "", 0, 0, [])

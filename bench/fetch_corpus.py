@@ -1,0 +1,209 @@
+"""Fetch a second benchmark corpus from a distribution package and convert it to Markdown.
+
+    python bench/fetch_corpus.py pystdlib          # → bench/.data/corpora/pystdlib/*.md + manifest.json
+    python bench/fetch_corpus.py pystdlib --out DIR
+
+The benchmark's questions must not be tuned to one corpus, so this one is of
+a different kind from the PostgreSQL manual and written by nobody on the
+team.  ``pystdlib`` is the Python 3.11 Library Reference from the Debian
+package ``python3.11-doc`` (PSF License): the five pages on built-ins
+(functions, constants, types, exceptions, introduction) plus every module
+page of the chapters "Text Processing Services" through "Concurrent
+Execution", in the order of the reference's own table of contents
+(``library/index.html``).  The selection is that rule, not a choice of pages
+that retrieve well.
+
+The package is fetched with ``apt-get download`` (the pinned version if the
+archive still has it, else the current one; the manifest records which),
+unpacked with ``dpkg-deb -x`` and each page converted by
+``bench/sphinx_markdown.py`` (standard library only; not hrag-pg's HTML
+reader).  The output depends only on the package: running this twice gives
+byte-identical files and manifest.  ``--deb FILE`` converts a package file
+you already have.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from sphinx_markdown import convert_page
+
+DATA_DIR = HERE / ".data"
+CONVERTER_VERSION = 1
+
+
+@dataclass(frozen=True)
+class CorpusSpec:
+    """A documentation package and the rule that picks its pages."""
+
+    name: str
+    package: str
+    pinned_version: str
+    licence: str
+    html_root: str  # inside the package
+    index_page: str  # relative to html_root: the table of contents the rule reads
+    top_pages: tuple[str, ...]  # level-1 entries of the index taken as pages themselves
+    first_chapter: str  # level-1 entries from this one …
+    last_chapter: str  # … to this one contribute their level-2 pages
+    description: str
+
+
+CORPORA = {
+    "pystdlib": CorpusSpec(
+        name="pystdlib",
+        package="python3.11-doc",
+        pinned_version="3.11.2-6+deb12u8",
+        licence="PSF License Agreement (Python documentation); code examples also Zero-Clause BSD",
+        html_root="usr/share/doc/python3.11/html",
+        index_page="library/index.html",
+        top_pages=("intro.html", "functions.html", "constants.html", "stdtypes.html", "exceptions.html"),
+        first_chapter="text.html",
+        last_chapter="concurrency.html",
+        description=("The Python 3.11 Library Reference: the built-ins pages and every module page of the "
+                     "chapters 'Text Processing Services' to 'Concurrent Execution', in table-of-contents order"),
+    ),
+}
+
+_TOC_ENTRY = re.compile(r'<li class="toctree-l(\d)"><a class="reference internal" href="([^"#]+)(?:#[^"]*)?">')
+
+
+def select_pages(index_html: str, spec: CorpusSpec) -> list[tuple[str, str]]:
+    """(chapter page, page) pairs chosen by the spec's rule, in table-of-contents order."""
+    chapters: list[str] = []
+    pages: dict[str, list[str]] = {}
+    for match in _TOC_ENTRY.finditer(index_html):
+        level, href = int(match.group(1)), match.group(2)
+        if level == 1:
+            if href not in pages:
+                chapters.append(href)
+                pages[href] = []
+            current = href
+        elif level == 2 and chapters and href != current and href not in pages[current]:
+            pages[current].append(href)
+    for needed in (*spec.top_pages, spec.first_chapter, spec.last_chapter):
+        if needed not in pages:
+            raise SystemExit(f"{spec.index_page}: table of contents has no entry {needed!r}")
+    chosen = [("", page) for page in spec.top_pages]
+    start, end = chapters.index(spec.first_chapter), chapters.index(spec.last_chapter)
+    for chapter in chapters[start:end + 1]:
+        chosen.extend((chapter, page) for page in pages[chapter])
+    return chosen
+
+
+def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
+
+
+def download_deb(spec: CorpusSpec, cache: Path) -> Path:
+    """The package file, from the cache or ``apt-get download`` (pinned version first)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    pinned = sorted(cache.glob(f"{spec.package}_{spec.pinned_version.replace(':', '%3a')}_*.deb"))
+    if pinned:
+        return pinned[0]
+    if shutil.which("apt-get") is None:
+        raise SystemExit("apt-get not found: run this on Debian/Ubuntu, or give --deb FILE")
+    attempts = [f"{spec.package}={spec.pinned_version}", spec.package]
+    updated = False
+    for target in attempts:
+        before = set(cache.glob("*.deb"))
+        result = _run(["apt-get", "download", target], cache)
+        if result.returncode != 0 and not updated and os.geteuid() == 0:
+            # a fresh machine has no package lists yet; one update, then retry
+            _run(["apt-get", "update"], cache)
+            updated = True
+            result = _run(["apt-get", "download", target], cache)
+        new = sorted(set(cache.glob("*.deb")) - before)
+        if result.returncode == 0 and new:
+            if target == spec.package:
+                print(f"warning: {spec.package} {spec.pinned_version} is no longer in the archive; "
+                      f"converted {new[0].name} instead (check the questions with validate_questions.py)",
+                      file=sys.stderr)
+            return new[0]
+    raise SystemExit(f"apt-get download {spec.package} failed: {result.stderr.strip().splitlines()[-1:]}")
+
+
+def _deb_version(deb: Path) -> str:
+    result = subprocess.run(["dpkg-deb", "--field", str(deb), "Version"], capture_output=True, text=True, check=True)
+    return result.stdout.strip()
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def build(spec: CorpusSpec, deb: Path, out: Path) -> dict[str, object]:
+    """Unpack ``deb``, convert the selected pages into ``out``; returns the manifest."""
+    with tempfile.TemporaryDirectory(prefix="fetch-corpus-") as tmp:
+        subprocess.run(["dpkg-deb", "-x", str(deb), tmp], check=True)
+        root = Path(tmp) / spec.html_root
+        index = root / spec.index_page
+        if not index.is_file():
+            raise SystemExit(f"{deb.name}: no {spec.html_root}/{spec.index_page} in the package")
+        base = index.parent
+        chosen = select_pages(index.read_text(encoding="utf-8"), spec)
+        converted: list[tuple[str, str, str, str]] = []  # file, chapter title, title, markdown
+        chapter_titles: dict[str, str] = {}
+        for chapter, page in chosen:
+            if chapter and chapter not in chapter_titles:
+                chapter_titles[chapter], _ = convert_page((base / chapter).read_text(encoding="utf-8"))
+            try:
+                title, markdown = convert_page((base / page).read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise SystemExit(f"{deb.name}: {spec.html_root}/library/{page}: {exc}") from exc
+            stem = page.removesuffix(".html")
+            converted.append((f"{len(converted) + 1:03d}-{stem}.md", chapter_titles.get(chapter, ""), title,
+                              markdown))
+    if out.exists():
+        for old in out.iterdir():
+            if old.is_file() and (old.suffix == ".md" or old.name == "manifest.json"):
+                old.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+    files: list[dict[str, object]] = []
+    total = 0
+    for (name, chapter_title, title, markdown), (_, page) in zip(converted, chosen, strict=True):
+        data = markdown.encode("utf-8")
+        (out / name).write_bytes(data)
+        total += len(markdown)
+        files.append({"file": name, "chapter": chapter_title, "title": title, "source_page": f"library/{page}",
+                      "chars": len(markdown), "sha256": _sha256(data)})
+    manifest: dict[str, object] = {
+        "corpus": spec.name, "description": spec.description, "licence": spec.licence,
+        "package": spec.package, "version": _deb_version(deb), "deb_sha256": _sha256(deb.read_bytes()),
+        "converter": f"bench/sphinx_markdown.py v{CONVERTER_VERSION}",
+        "files": len(files), "chars": total, "pages": files,
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return manifest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("name", choices=sorted(CORPORA), help="which corpus")
+    parser.add_argument("--out", type=Path, help="output directory (default bench/.data/corpora/NAME)")
+    parser.add_argument("--deb", type=Path, help="convert this package file instead of downloading")
+    args = parser.parse_args(argv)
+    spec = CORPORA[args.name]
+    out = args.out or DATA_DIR / "corpora" / spec.name
+    deb = args.deb or download_deb(spec, DATA_DIR / "downloads")
+    manifest = build(spec, deb, out)
+    print(f"{spec.name}: {manifest['files']} files, {manifest['chars']:,} characters from "
+          f"{spec.package} {manifest['version']} → {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""The second benchmark corpus's tools: the Sphinx HTML converter, the page rule and the validator's section check.
+
+They live in ``bench/`` (not part of the package), so they are imported from
+there; no download happens here.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.append(str(BENCH))  # after the installed packages: bench/ holds generic names (common, run)
+
+import fetch_corpus
+import validate_questions
+from sphinx_markdown import convert_page
+
+from hrag_pg.evaluation import Question
+from hrag_pg.ingest.markdown import parse_markdown
+
+PAGE = """<html><body>
+<div class="sphinxsidebar"><h3>Navigation</h3><p>sidebar text</p></div>
+<div class="body" role="main">
+<section id="module-demo"><h1>demo — A demo module<a class="headerlink" href="#x">¶</a></h1>
+<p>Intro with <code class="docutils literal"><span class="pre">inline</span></code> code
+and <em>emphasis</em>.</p>
+<div class="admonition note"><p class="admonition-title">Note</p><p>Be careful.</p></div>
+<section id="api"><h2>API</h2>
+<dl class="py function"><dt class="sig sig-object py" id="demo.f"><span class="sig-prename">demo.</span><span class="sig-name">f</span>(<em>x</em>, <em>y=1</em>)<a class="headerlink" href="#demo.f">¶</a></dt>
+<dd><p>Return the thing.</p>
+<div class="versionchanged"><p><span class="versionmodified changed">Changed in version 3.2: </span>Now faster.</p></div>
+</dd></dl>
+<ul><li><p>first item</p></li><li><p>second item with code:</p>
+<div class="highlight-python3 notranslate"><div class="highlight"><pre><span></span>x = 1
+# not a heading
+</pre></div></div></li></ul>
+<table class="docutils"><thead><tr><th>a</th><th>b</th></tr></thead><tbody><tr><td>1 | 2</td><td>3</td></tr></tbody></table>
+<section id="deep"><h3>Deep</h3><p>1) Numbered-looking sentence.</p></section>
+</section></section>
+</div>
+<div class="footer">footer text</div>
+</body></html>"""
+
+
+def test_converter_keeps_heading_levels_and_drops_navigation() -> None:
+    title, markdown = convert_page(PAGE)
+    assert title == "demo — A demo module"
+    headings = [line for line in markdown.splitlines() if line.startswith("#") and not line.startswith("# not")]
+    assert headings == ["# demo — A demo module", "## API", "### Deep"]
+    assert "sidebar" not in markdown and "footer" not in markdown and "¶" not in markdown
+
+
+def test_converter_renders_signatures_admonitions_code_and_tables() -> None:
+    _, markdown = convert_page(PAGE)
+    blocks = markdown.rstrip("\n").split("\n\n")
+    assert "Intro with inline code and emphasis." in blocks
+    assert "Note: Be careful." in blocks
+    assert "**demo.f(x, y=1)**" in blocks
+    assert "Changed in version 3.2: Now faster." in blocks
+    assert "- second item with code:\n\n  ```python\n  x = 1\n  # not a heading\n  ```" in markdown
+    assert "| a | b |\n|---|---|\n| 1 \\| 2 | 3 |" in markdown
+    assert "1\\) Numbered-looking sentence." in blocks  # escaped so it is not read as a list item
+
+
+def test_converted_page_parses_into_the_same_heading_tree_in_hrag() -> None:
+    _, markdown = convert_page(PAGE)
+    tree = parse_markdown(markdown, "demo.md")
+    paths = [tuple(a.title for a in ancestors if a.kind == "section") + (node.title,)
+             for node, ancestors in tree.root.walk() if node.kind == "section"]
+    assert paths[-3:] == [("demo — A demo module",), ("demo — A demo module", "API"),
+                          ("demo — A demo module", "API", "Deep")]
+
+
+def test_converter_output_is_deterministic() -> None:
+    assert convert_page(PAGE) == convert_page(PAGE)
+
+
+def test_page_rule_takes_top_pages_and_the_chosen_chapters_in_order() -> None:
+    index = "".join(
+        f'<li class="toctree-l{level}"><a class="reference internal" href="{href}">x</a>'
+        for level, href in [(1, "intro.html"), (1, "a.html"), (2, "a1.html"), (2, "a2.html"),
+                            (1, "b.html"), (2, "b1.html"), (2, "b1.html#anchor"), (1, "c.html"), (2, "c1.html")])
+    spec = fetch_corpus.CorpusSpec(name="t", package="p", pinned_version="1", licence="l", html_root="r",
+                                   index_page="index.html", top_pages=("intro.html",), first_chapter="a.html",
+                                   last_chapter="b.html", description="d")
+    assert fetch_corpus.select_pages(index, spec) == [
+        ("", "intro.html"), ("a.html", "a1.html"), ("a.html", "a2.html"), ("b.html", "b1.html")]
+
+
+CORPUS_TEXT = """# Title
+
+Intro paragraph about nothing in particular at all.
+
+## Alpha
+
+First alpha paragraph says the sky is blue today.
+
+```
+x = 1
+
+# a comment in code, not a heading
+
+y = 2
+```
+
+Second alpha paragraph says the grass is green today.
+
+### Alpha one
+
+Third alpha paragraph says the sea is deep today.
+
+## Beta
+
+Only beta paragraph says the desert is dry today.
+"""
+
+
+def _broad(*snippets: str) -> Question:
+    return Question(id="b", kind="broad", question="q?", evidence=tuple(snippets))
+
+
+def test_broad_evidence_in_one_section_passes_and_names_it(tmp_path: Path) -> None:
+    (tmp_path / "doc.md").write_text(CORPUS_TEXT, encoding="utf-8")
+    corpus = validate_questions.Corpus.load(tmp_path)
+    q = _broad("First alpha paragraph says the sky is blue today", "Second alpha paragraph says the grass is green today", "Third alpha paragraph says the sea is deep today")
+    assert validate_questions.broad_sections(q, corpus) == [("doc.md", ("Title", "Alpha"))]
+    assert validate_questions.check([q], corpus) == []
+
+
+def test_broad_evidence_across_top_level_sections_is_a_problem(tmp_path: Path) -> None:
+    (tmp_path / "doc.md").write_text(CORPUS_TEXT, encoding="utf-8")
+    corpus = validate_questions.Corpus.load(tmp_path)
+    q = _broad("First alpha paragraph says the sky is blue today", "Second alpha paragraph says the grass is green today", "Only beta paragraph says the desert is dry today")
+    problems = validate_questions.check([q], corpus)
+    assert len(problems) == 1 and "not one section" in problems[0]
+
+
+def test_validator_accepts_questions_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "doc.md").write_text(CORPUS_TEXT, encoding="utf-8")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text('{"id": "n1", "kind": "narrow", "question": "Colour of the sky?", '
+                         '"evidence": ["First alpha paragraph says the sky is blue today."]}\n', encoding="utf-8")
+    assert validate_questions.main(["--corpus", str(tmp_path), "--questions", str(questions)]) == 0
+    assert "ok: 1 questions" in capsys.readouterr().out
