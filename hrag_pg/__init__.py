@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .api import AsyncHRAG, AutoMergingRetriever, HRAG, IngestReport, ParentChildRetriever  # noqa: F401
+    from .api import AsyncHRAG, AutoMergingRetriever, AutoRetriever, HRAG, IngestReport, ParentChildRetriever  # noqa: F401
     from .ingest.pipeline import IngestOptions  # noqa: F401
     from .models import ChildChunk, Context, Node, ParentChunk, RetrievalResult  # noqa: F401
 
 _EXPORTS = {
     "HRAG": "api", "AsyncHRAG": "api", "ParentChildRetriever": "api", "AutoMergingRetriever": "api",
+    "AutoRetriever": "api",
     "IngestReport": "api", "IngestOptions": "ingest.pipeline",
     "Node": "models", "ParentChunk": "models", "ChildChunk": "models", "RetrievalResult": "models",
     "Context": "models",

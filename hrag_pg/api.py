@@ -42,7 +42,7 @@ from .ingest.tree import DocumentTree
 from .models import Context, IngestResult, RetrievalResult
 from .repository import Progress, Repository
 from .rerank import Reranker
-from .retrievers import AutoMergingRetriever, BaseRetriever, ParentChildRetriever, retriever_for
+from .retrievers import AutoMergingRetriever, AutoRetriever, BaseRetriever, ParentChildRetriever, retriever_for
 
 #: Longest question accepted; the model reads 256 tokens anyway.
 MAX_QUESTION_CHARS = 10_000
@@ -383,6 +383,24 @@ class HRAG:
             reranker=reranker, rerank_candidates=rerank_candidates,
         ).retrieve(question)
 
+    def retrieve(
+        self,
+        question: str,
+        *,
+        max_tokens: int = defaults.MAX_TOKENS,
+        collection: str | None = None,
+        filter: dict[str, Any] | None = None,
+        top_k: int = defaults.AUTO_TOP_K,
+        lexical_weight: float = defaults.LEXICAL_WEIGHT,
+        reranker: Reranker | None = None,
+        rerank_candidates: int = defaults.RERANK_CANDIDATES,
+    ) -> list[RetrievalResult]:
+        """Auto mode: the best non-overlapping context within ``max_tokens`` (see :class:`AutoRetriever`)."""
+        return AutoRetriever(
+            self, max_tokens=max_tokens, collection=collection, filter=filter, top_k=top_k,
+            lexical_weight=lexical_weight, reranker=reranker, rerank_candidates=rerank_candidates,
+        ).retrieve(question)
+
     def context(
         self,
         question: str,
@@ -549,6 +567,24 @@ class AsyncHRAG:
             self.hrag, collection=collection, filter=filter, top_k=top_k, merge_threshold=merge_threshold,
             lexical_weight=lexical_weight, candidates=candidates, min_relative_score=min_relative_score,
             reranker=reranker, rerank_candidates=rerank_candidates,
+        ).aretrieve(question)
+
+    async def retrieve(
+        self,
+        question: str,
+        *,
+        max_tokens: int = defaults.MAX_TOKENS,
+        collection: str | None = None,
+        filter: dict[str, Any] | None = None,
+        top_k: int = defaults.AUTO_TOP_K,
+        lexical_weight: float = defaults.LEXICAL_WEIGHT,
+        reranker: Reranker | None = None,
+        rerank_candidates: int = defaults.RERANK_CANDIDATES,
+    ) -> list[RetrievalResult]:
+        """Auto mode (as :meth:`HRAG.retrieve`), on the connection pool."""
+        return await AutoRetriever(
+            self.hrag, max_tokens=max_tokens, collection=collection, filter=filter, top_k=top_k,
+            lexical_weight=lexical_weight, reranker=reranker, rerank_candidates=rerank_candidates,
         ).aretrieve(question)
 
     async def context(

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from collections.abc import Callable
 from functools import wraps
+from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
@@ -179,7 +179,10 @@ def _result_json(result: Any) -> dict[str, Any]:
         "source": result.source,
         "document_id": str(result.document_id),
         "document_metadata": result.document_metadata,
+        "mode": result.mode,
     }
+    if result.reason is not None:
+        payload["reason"] = result.reason
     if result.mode == "parent-child":
         payload["matched_children"] = [str(i) for i in result.matched_children or []]
     else:
@@ -308,18 +311,21 @@ def ingest_cmd(
 
 # ------------------------------------------------------------------------ query
 
-MODES = ("parent-child", "auto-merge")
+MODES = defaults.MODES
 
 
 @app.command("query")
 @clear_errors
 def query_cmd(
     text: str = typer.Argument(..., help="The question."),
-    mode: str = typer.Option("parent-child", "--mode", "-m", help="parent-child (small-to-big) or auto-merge."),
+    mode: str = typer.Option(None, "--mode", "-m",
+                             help="parent-child (small-to-big), auto-merge, or auto (the best context within "
+                                  "--max-tokens). Default: auto with --max-tokens, else parent-child."),
     collection: str = typer.Option(None, "--collection", "-c", help="Search only this collection."),
     top_k: int = typer.Option(None, "--top-k", "-k",
-                              help=f"Children to match (parent-child, default {defaults.TOP_K_CHILDREN}) "
-                                   f"or leaves to hit (auto-merge, {defaults.TOP_K})."),
+                              help=f"Children to match (parent-child, default {defaults.TOP_K_CHILDREN}), "
+                                   f"leaves to hit (auto-merge, {defaults.TOP_K}) or hits to select from "
+                                   f"(auto, {defaults.AUTO_TOP_K})."),
     max_parents: int = typer.Option(defaults.MAX_PARENTS, "--max-parents", help="parent-child: parents to return."),
     merge_threshold: float = typer.Option(defaults.MERGE_THRESHOLD, "--merge-threshold",
                                           help="auto-merge: merge when hit children / children >= this."),
@@ -334,6 +340,8 @@ def query_cmd(
     """Ask a question; print the contexts and why each was returned (expanded or merged)."""
     from .retrievers import retriever_for
 
+    if mode is None:
+        mode = "auto" if max_tokens is not None else "parent-child"
     if mode not in MODES:
         raise ValueError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
     filter_value = _json_object(filter_json, "--filter")
@@ -501,10 +509,11 @@ def eval_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Measure retrieval on your own questions: snippet recall, full recall, tokens, latency, per kind."""
+    from .evaluation import MODES as EVAL_MODES
     from .evaluation import evaluate, load_questions
 
-    if mode not in MODES:
-        raise ValueError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if mode not in EVAL_MODES:
+        raise ValueError(f"--mode must be one of {', '.join(EVAL_MODES)}, got {mode!r}")
     loaded = load_questions(questions)
     settings: dict[str, Any] = {"collection": collection}
     if lexical_weight is not None:

@@ -24,5 +24,7 @@ LEXICAL_WEIGHT = 0.3
 RERANK_CANDIDATES = 50
 #: auto mode: the token budget of the context (``hrag.retrieve(max_tokens)``).
 MAX_TOKENS = 2000
+#: auto mode: hits from the candidate stage that feed the selection (``hrag.retrieve(top_k)``).
+AUTO_TOP_K = 30
 #: Retrieval modes, as the result model, the CLI and the adapters name them.
 MODES = ("parent-child", "auto-merge", "auto")

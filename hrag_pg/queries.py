@@ -106,6 +106,24 @@ SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
 """
 
 
+# Budget-aware selection (auto mode): the best non-overlapping context within max_tokens.
+RETRIEVE = """
+SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
+  FROM hrag.retrieve(%(q)s, %(qt)s::text, %(b)s::int, %(c)s::text, %(f)s::jsonb, %(k)s::int, %(w)s::real) AS r
+  JOIN hrag.nodes n ON n.id = r.node_id
+  JOIN hrag.documents d ON d.id = r.document_id
+ ORDER BY r.rank
+"""
+
+RETRIEVE_HITS = """
+SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
+  FROM hrag.retrieve_hits(%(ids)s::uuid[], %(scores)s::real[], %(b)s::int) AS r
+  JOIN hrag.nodes n ON n.id = r.node_id
+  JOIN hrag.documents d ON d.id = r.document_id
+ ORDER BY r.rank
+"""
+
+
 # --------------------------------------------------------------------- plans
 # Which statement a retrieval sends and with which parameters; the sync and
 # async repositories only execute what these return.
@@ -213,3 +231,17 @@ def plan_parent_child_hits(ids: list[Any], scores: list[float], max_parents: int
     _count(max_parents, "max_parents")
     _count(top_k_children, "top_k_children")
     return PARENT_CHILD_HITS, {"ids": ids, "scores": scores, "p": max_parents, "k": top_k_children}
+
+
+def plan_retrieve(search: Search, top_k: int, max_tokens: int) -> tuple[str, dict[str, Any]]:
+    """``hrag.retrieve``: candidates (vector + lexical) → the best context within ``max_tokens``."""
+    _count(top_k, "top_k")
+    _count(max_tokens, "max_tokens")
+    params = search.params(top_k)
+    params.update(b=max_tokens)
+    return RETRIEVE, params
+
+
+def plan_retrieve_hits(ids: list[Any], scores: list[float], max_tokens: int) -> tuple[str, dict[str, Any]]:
+    _count(max_tokens, "max_tokens")
+    return RETRIEVE_HITS, {"ids": ids, "scores": scores, "b": max_tokens}

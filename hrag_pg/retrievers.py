@@ -129,9 +129,47 @@ class BaseRetriever:
         raise NotImplementedError
 
     def context_flow(self, question: str, query: np.ndarray) -> Flow[Context]:
-        """The results, then the budget (greedy by score within ``max_context_tokens``)."""
+        """The results, then the budget: greedy by score within ``max_context_tokens``.
+
+        A passage that does not fit is not simply dropped while smaller,
+        worse ones are kept: it is replaced by the best part of it that fits
+        the budget left at its turn (``hrag.retrieve_hits`` over the hits it
+        was chosen for: its matched children, or the hits it absorbed).
+        That costs one more round trip per such passage, and none when
+        everything fits.  The replaced passage is reported in ``dropped``.
+        """
         results = yield from self.results_flow(question, query)
-        return context_module.assemble(results, self.max_context_tokens, self.hrag.embedder.token_counter)
+        budget = self.max_context_tokens
+        counter = self.hrag.embedder.token_counter
+        if budget is None:
+            return context_module.assemble(results, None, counter)
+        if budget <= 0:
+            raise ValueError(f"max_tokens must be positive, got {budget}")
+        counted = [r.model_copy(update={"token_count": counter.count(r.content)}) for r in results]
+        kept: list[RetrievalResult] = []
+        dropped: list[RetrievalResult] = []
+        used = 0
+        for result in sorted(counted, key=lambda r: (-r.score, r.rank)):
+            if used + result.token_count <= budget:
+                kept.append(result)
+                used += result.token_count
+                continue
+            dropped.append(result)
+            hits = result.matched_children or result.merged_from or []
+            if not hits or budget - used <= 0:
+                continue
+            rows = yield Fetch(*queries.plan_retrieve_hits(list(hits), [float(result.score)] * len(hits),
+                                                           budget - used))
+            for part in _results("auto", rows):
+                tokens = counter.count(part.content)
+                if used + tokens > budget:
+                    continue  # the stored count and this counter disagree: never exceed the budget
+                kept.append(part.model_copy(update={
+                    "mode": result.mode, "score": result.score, "rank": result.rank, "token_count": tokens,
+                    "reason": f"the part of {_label(result)} that fits the budget ({part.explanation()})",
+                }))
+                used += tokens
+        return Context(results=kept, dropped=dropped, total_tokens=used, max_tokens=budget)
 
     # The drivers.
     def retrieve(self, question: str) -> list[RetrievalResult]:
@@ -152,6 +190,10 @@ class BaseRetriever:
 
 def _results(mode: str, rows: list[dict[str, Any]]) -> list[RetrievalResult]:
     return [to_result(mode, row) for row in rows]
+
+
+def _label(result: RetrievalResult) -> str:
+    return " › ".join(p for p in result.heading_path if p) or result.title or str(result.node_id)
 
 
 @dataclass
@@ -201,6 +243,44 @@ class AutoMergingRetriever(BaseRetriever):
         return _results(self.mode, rows)
 
 
+@dataclass
+class AutoRetriever(BaseRetriever):
+    """Budget-aware: the best non-overlapping context within ``max_tokens`` (``hrag.retrieve``).
+
+    From the hits' ancestor paths the SQL chooses leaves, sections or whole
+    chapters by the evidence each covers per token, never a node with its
+    ancestor, and fills the budget: a narrow question gets small nodes, a
+    broad one merged sections.  ``max_tokens`` is measured in the stored
+    token counts of the nodes' subtrees.  With a ``reranker``, the
+    candidates are rescored first and the selection runs on them
+    (``hrag.retrieve_hits``).
+    """
+
+    max_tokens: int = defaults.MAX_TOKENS
+    top_k: int = defaults.AUTO_TOP_K
+
+    mode = "auto"
+
+    def _budget(self) -> int:
+        return self.max_context_tokens if self.max_context_tokens is not None else self.max_tokens
+
+    def results_flow(self, question: str, query: np.ndarray) -> Flow[list[RetrievalResult]]:
+        search = self._search(question, query)
+        if self.reranker is None:
+            rows = yield Fetch(*queries.plan_retrieve(search, self.top_k, self._budget()))
+            return _results(self.mode, rows)
+        rows = yield Fetch(*queries.plan_search(search, max(self.rerank_candidates, self.top_k)))
+        best = yield Rerank(question, [to_hit(row) for row in rows], self.reranker, self.top_k)
+        ids, scores = hits_arrays(best)
+        rows = yield Fetch(*queries.plan_retrieve_hits(ids, scores, self._budget()))
+        return _results(self.mode, rows)
+
+    def context_flow(self, question: str, query: np.ndarray) -> Flow[Context]:
+        """The selection already fits the budget (in stored token counts): nothing is dropped."""
+        results = yield from self.results_flow(question, query)
+        return Context(results=results, total_tokens=sum(r.token_count for r in results), max_tokens=self._budget())
+
+
 Mode = str  # one of defaults.MODES
 
 
@@ -225,7 +305,8 @@ def retriever_for(
 
     ``top_k`` is the children matched (parent-child, default
     ``defaults.TOP_K_CHILDREN``) or the leaves hit (auto-merge, default
-    ``defaults.TOP_K``); ``max_tokens`` is the context budget.
+    ``defaults.TOP_K``) or the hits feeding the selection (auto, ``defaults.AUTO_TOP_K``);
+    ``max_tokens`` is the context budget (auto: ``defaults.MAX_TOKENS`` when None).
     """
     common: dict[str, Any] = {
         "collection": collection, "filter": filter, "lexical_weight": lexical_weight, "candidates": candidates,
@@ -238,8 +319,12 @@ def retriever_for(
     if mode == "auto-merge":
         return AutoMergingRetriever(hrag, top_k=defaults.TOP_K if top_k is None else top_k,
                                     merge_threshold=merge_threshold, **common)
+    if mode == "auto":
+        common["max_context_tokens"] = None
+        return AutoRetriever(hrag, top_k=defaults.AUTO_TOP_K if top_k is None else top_k,
+                             max_tokens=defaults.MAX_TOKENS if max_tokens is None else max_tokens, **common)
     raise ValueError(f"mode must be one of {', '.join(available_modes())}, got {mode!r}")
 
 
 def available_modes() -> tuple[str, ...]:
-    return ("parent-child", "auto-merge")
+    return defaults.MODES

@@ -23,6 +23,10 @@ SQL_DEFAULTS = {
     ("auto_merge_hits", "merge_threshold"): defaults.MERGE_THRESHOLD,
     ("search_hybrid", "lexical_weight"): defaults.LEXICAL_WEIGHT,
     ("search_leaves", "k"): defaults.TOP_K_CHILDREN,
+    ("retrieve", "max_tokens"): defaults.MAX_TOKENS,
+    ("retrieve", "top_k"): defaults.AUTO_TOP_K,
+    ("retrieve", "lexical_weight"): defaults.LEXICAL_WEIGHT,
+    ("retrieve_hits", "max_tokens"): defaults.MAX_TOKENS,
 }
 
 
