@@ -178,8 +178,8 @@ class Repository:
         """
         started = time.perf_counter()
         with self.engine.begin() as conn:
-            for source in sorted({doc.source, replaces} - {None}):  # a fixed order: no deadlock
-                self._lock_source(conn, doc.collection, source)  # type: ignore[arg-type]
+            for source in sorted({doc.source} | ({replaces} if replaces else set())):  # fixed order: no deadlock
+                self._lock_source(conn, doc.collection, source)
             dim = self.embedding_dim()
             if replaces is not None and replaces != doc.source:
                 result = self._write_locked(conn, doc, embedder, dim, progress, after_chunk, True, started,
@@ -229,8 +229,9 @@ class Repository:
                 stored.setdefault(content_hash, embedding)
 
         targets = doc.search_targets
-        missing = list(dict.fromkeys(n.embed_text for n in targets if n.content_hash not in stored))
-        vectors = self._embed(embedder, missing, dim, progress)  # type: ignore[arg-type]
+        missing = list(dict.fromkeys(n.embed_text for n in targets
+                                     if n.embed_text is not None and n.content_hash not in stored))
+        vectors = self._embed(embedder, missing, dim, progress)
         fresh = dict(zip(missing, vectors))
 
         conn.execute(

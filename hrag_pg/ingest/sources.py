@@ -27,18 +27,18 @@ from hrag_pg.ingest.loaders import iter_supported_files
 def name_files(paths: Sequence[str | Path], source: str | None = None
                ) -> tuple[list[tuple[Path, str]], list[tuple[Path, str]]]:
     """(supported files with their source names, skipped files with reasons)."""
-    paths = [Path(p) for p in paths]
+    given = [Path(p) for p in paths]
     if source is not None:
         if not source.strip():
             raise IngestError("the source name must not be empty")
-        if len(paths) != 1:
+        if len(given) != 1:
             raise IngestError(
-                f"an explicit source names one file or prefixes one directory, but {len(paths)} paths were given"
+                f"an explicit source names one file or prefixes one directory, but {len(given)} paths were given"
             )
     named: list[tuple[Path, str]] = []
     skipped: list[tuple[Path, str]] = []
     seen: set[Path] = set()
-    for path in paths:
+    for path in given:
         files, skip = iter_supported_files([path])
         skipped.extend(skip)
         for file in files:
