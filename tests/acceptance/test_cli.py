@@ -65,11 +65,14 @@ def test_stats_json_lists_the_collections(env: dict[str, str]) -> None:
 def test_ingest_and_delete_round_trip(env: dict[str, str], tmp_path: Path) -> None:
     doc = tmp_path / "note.md"
     doc.write_text("# Note\n\n## Part\n\nA short paragraph about pelicans.\n", encoding="utf-8")
-    result = run(env, "ingest", str(doc), "--collection", "scratch", "--json")
+    result = run(env, "ingest", str(doc), "--collection", "scratch", "--metadata", '{"animal": "pelican"}', "--json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["results"][0]["status"] == "created"
-    assert run(env, "delete", str(doc), "--collection", "scratch").exit_code == 0
-    again = run(env, "delete", str(doc), "--collection", "scratch")
+    created = json.loads(result.stdout)["results"][0]
+    assert (created["status"], created["source"]) == ("created", "note.md"), "a file is named by its file name"
+    found = json.loads(run(env, "query", "pelicans", "--filter", '{"animal": "pelican"}', "--json").stdout)
+    assert [r["source"] for r in found["results"]] == ["note.md"]
+    assert run(env, "delete", "note.md", "--collection", "scratch").exit_code == 0
+    again = run(env, "delete", "note.md", "--collection", "scratch")
     assert again.exit_code == 1 and "no source" in again.output
 
 
