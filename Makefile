@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-pg16 lint bench clean
+.PHONY: install demo test test-pg16 lint schema bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,8 +31,12 @@ test-pg16: install  ## integration, migration and reliability tests against Post
 	  HRAG_TEST_DATABASE_URL=$$url $(BIN)/python -m pytest -q tests/integration tests/migration tests/reliability; \
 	  rc=$$?; $(BIN)/python tests/pg_majors.py stop 16 $(PG16_DIR); exit $$rc
 
-lint: install
+lint: install  ## ruff (pinned rules in pyproject.toml) on the code, mypy on the shipped package
 	$(BIN)/ruff check hrag_pg tests bench
+	$(BIN)/mypy hrag_pg
+
+schema: install  ## regenerate hrag_pg/sql/schema.sql (the head schema) after adding a revision
+	$(BIN)/python -m hrag_pg.schema_dump
 
 bench: install  ## small benchmark against LlamaIndex and LangChain (minutes); see bench/README.md
 	bash bench/setup_peers.sh

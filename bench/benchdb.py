@@ -50,7 +50,7 @@ def server_settings(url: str) -> dict[str, str]:
              "max_parallel_maintenance_workers", "max_parallel_workers_per_gather")
     with psycopg.connect(db.libpq_url(url)) as conn:
         rows = conn.execute("SELECT n, current_setting(n) FROM unnest(%s::text[]) AS n", (list(names),))
-        out = {name: value for name, value in rows}
+        out = dict(rows)
         row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
         out["pgvector"] = row[0] if row else "not installed"
     return out

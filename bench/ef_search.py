@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
             for q in qs[:10]:
                 conn.execute("SELECT * FROM hrag.auto_merge(%s, 12, 0.5)", (q,)).fetchall()
             search, merge, recall = [], [], []
-            for q, truth in zip(qs, exact):
+            for q, truth in zip(qs, exact, strict=True):
                 conn.execute("SELECT * FROM hrag.search_leaves(%s, 20)", (q,)).fetchall()  # warm, untimed
                 t0 = time.perf_counter()
                 got = {r[0] for r in conn.execute("SELECT node_id FROM hrag.search_leaves(%s, 12)", (q,))}

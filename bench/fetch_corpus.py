@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from sphinx_markdown import convert_page
+from sphinx_markdown import convert_page  # noqa: E402 - importable only once HERE is on sys.path
 
 DATA_DIR = HERE / ".data"
 CONVERTER_VERSION = 1

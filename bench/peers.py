@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         results.append({"id": q["id"], "passages": passages, "e2e_ms": e2e_ms, "retrieval_ms": []})
     vectors = {q["id"]: system.query_vector(q["question"]) for q in questions}
     for _ in range(max(args.repeat, 1)):
-        for q, result in zip(questions, results):
+        for q, result in zip(questions, results, strict=True):
             t0 = time.perf_counter()
             passages = system.retrieve_by_vector(q["question"], vectors[q["id"]])
             result["retrieval_ms"].append((time.perf_counter() - t0) * 1000)

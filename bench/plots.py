@@ -38,7 +38,7 @@ def quality(report: dict, out: Path) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(13, 5.6), sharey=True)
     width = 0.8 / len(systems)
     colors = plt.get_cmap("tab20").colors
-    for ax, kind in zip(axes, ("narrow", "broad")):
+    for ax, kind in zip(axes, ("narrow", "broad"), strict=True):
         for i, s in enumerate(systems):
             values = [s["summary"][kind]["budget_recall"][b] for b in BUDGETS] + [s["summary"][kind]["recall"]]
             xs = [j + i * width for j in range(len(values))]

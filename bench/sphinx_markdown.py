@@ -278,7 +278,7 @@ class _Renderer:
         lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
         caption = el.find("caption")
         blocks = [inline_text(caption)] if caption is not None and inline_text(caption) else []
-        return blocks + ["\n".join(lines)]
+        return [*blocks, "\n".join(lines)]
 
 
 def convert_page(html: str) -> tuple[str, str]:

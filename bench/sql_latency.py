@@ -106,7 +106,7 @@ def synthetic_doc(index: int, rng: np.random.Generator, collection: str = "synth
     flat = flatten(DocumentTree(source=f"synthetic-{index:06d}", root=root, title=root.title),
                    collection=collection)
     targets = flat.search_targets  # pre-order: chapter-major, then section, then leaf
-    vectors = {n.embed_text: v for n, v in zip(targets, leaves.reshape(-1, DIM))}  # type: ignore[misc]
+    vectors = {n.embed_text: v for n, v in zip(targets, leaves.reshape(-1, DIM), strict=True)}  # type: ignore[misc]
     return SyntheticDoc(flat, vectors, doc_dir, chapter_dirs, section_dirs, leaves)
 
 
@@ -202,7 +202,7 @@ def run_size(leaves: int, *, queries: int, recall_queries: int, data_dir: Path, 
         recall: dict[int, float] = {}
         for k in (20, 12):
             hits = []
-            for q, approx in zip(qs[:recall_queries], ann[k][:recall_queries]):
+            for q, approx in zip(qs[:recall_queries], ann[k][:recall_queries], strict=True):
                 exact = {r[0] for r in conn.execute(EXACT, (q, k)).fetchall()}
                 hits.append(len(exact & set(approx)) / k)
             recall[k] = float(np.mean(hits))

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     for mode in args.mode or sorted(GRIDS):
         grid = GRIDS[mode]
         for values in itertools.product(*grid.values()):
-            settings = dict(zip(grid.keys(), values))
+            settings = dict(zip(grid.keys(), values, strict=True))
             rep = evaluate(hrag, questions, mode=mode, collection=COLLECTION, **settings)
             n, b, a = rep.summary("narrow"), rep.summary("broad"), rep.summary("all")
             row = {"mode": mode, **settings,

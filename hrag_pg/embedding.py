@@ -69,7 +69,8 @@ def check_vectors(vectors: np.ndarray, expected_rows: int, *, model: str) -> np.
     norms = np.linalg.norm(array, axis=1, keepdims=True)
     if (norms == 0).any():
         raise EmbeddingError(f"Embedding model {model} returned a zero vector; nothing was written.")
-    return array / norms
+    normalised: np.ndarray = array / norms
+    return normalised
 
 
 @lru_cache(maxsize=4)
@@ -92,7 +93,7 @@ def _load_model(name_or_path: str, device: str | None) -> Any:
         pass
     try:
         return SentenceTransformer(name_or_path, device=device or "cpu")
-    except Exception as exc:  # noqa: BLE001 - any loader failure gets the same clear message
+    except Exception as exc:  # any loader failure gets the same clear message
         raise EmbeddingError(
             f"Cannot load embedding model {name_or_path!r} offline ({type(exc).__name__}: {exc}); "
             "give a local path or a model already in the Hugging Face cache."

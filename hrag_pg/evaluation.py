@@ -53,7 +53,7 @@ class Question:
 def parse_question(record: Any, where: str = "question") -> Question:
     """Validate one decoded JSON record; errors name the field and ``where``."""
     if not isinstance(record, dict):
-        raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")  # noqa: TRY004
+        raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")
     missing = [key for key in ("id", "kind", "question", "evidence") if key not in record]
     if missing:
         raise ValueError(f"{where}: missing field(s) {', '.join(missing)}")
@@ -179,7 +179,7 @@ def truncate_passages(passages: Sequence[str], max_tokens: int, truncator: Trunc
     counts = list(counts) if counts is not None else [truncator.count(p) for p in passages]
     kept: list[str] = []
     left = max_tokens
-    for passage, tokens in zip(passages, counts):
+    for passage, tokens in zip(passages, counts, strict=True):
         if tokens <= left:
             kept.append(passage)
             left -= tokens

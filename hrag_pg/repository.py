@@ -1,6 +1,12 @@
-"""The repository: the only module that reads or writes hrag's tables.
+"""The repository: the sync data path, the only module that writes documents and nodes.
 
-Writes follow DESIGN.md's consistency rules:
+Other modules touch hrag's tables too, each for one purpose: the SQL
+statements of the read path live in :mod:`hrag_pg.queries` (shared with the
+async reads of :mod:`hrag_pg.async_repository`); :mod:`hrag_pg.migrate`,
+:mod:`hrag_pg.schema_sql` and the Alembic environment create and check the
+schema; :mod:`hrag_pg.db` reads ``hrag.config`` to check the installation.
+
+Writes follow the consistency rules listed under "Guarantees" in the README:
 
 * a document's whole tree and all its embeddings are written in **one
   transaction** (upsert the document row, delete its old nodes, COPY the new
@@ -96,7 +102,7 @@ def _same_shape(doc: FlatDocument, old_rows: dict[uuid.UUID, tuple[Any, ...]]) -
 
 
 def _driver(conn: sa.Connection) -> psycopg.Connection:
-    driver = conn.connection.dbapi_connection
+    driver = conn.connection.driver_connection
     assert isinstance(driver, psycopg.Connection)
     return driver
 
@@ -232,7 +238,7 @@ class Repository:
         missing = list(dict.fromkeys(n.embed_text for n in targets
                                      if n.embed_text is not None and n.content_hash not in stored))
         vectors = self._embed(embedder, missing, dim, progress)
-        fresh = dict(zip(missing, vectors))
+        fresh = dict(zip(missing, vectors, strict=True))
 
         conn.execute(
             sa.text(

@@ -38,7 +38,7 @@ class CrossEncoderReranker:
             raise EmbeddingError("CrossEncoder reranking needs `pip install 'hrag-pg[embed]'`.") from exc
         try:
             self.model: Any = CrossEncoder(model, device=device or "cpu")
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise EmbeddingError(
                 f"Cannot load cross-encoder {model!r} offline ({type(exc).__name__}: {exc}); "
                 "give a local directory holding the model."

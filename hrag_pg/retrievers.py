@@ -59,7 +59,7 @@ def reranked(question: str, hits: list[SearchHit], reranker: Reranker, keep: int
     scores = reranker.score(question, [h.rerank_text for h in hits])
     if len(scores) != len(hits):
         raise HragError(f"the reranker returned {len(scores)} scores for {len(hits)} texts")
-    rescored = [h.model_copy(update={"score": float(s)}) for h, s in zip(hits, scores)]
+    rescored = [h.model_copy(update={"score": float(s)}) for h, s in zip(hits, scores, strict=True)]
     rescored.sort(key=lambda h: -h.score)
     return rescored[:keep]
 

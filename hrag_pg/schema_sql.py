@@ -10,21 +10,25 @@ from __future__ import annotations
 import re
 from importlib import resources
 
+import psycopg
 import sqlalchemy as sa
 
 DEFAULT_EMBEDDING_DIM = 384
+#: The generated head schema (see :mod:`hrag_pg.schema_dump`): documentation and
+#: a test oracle, never applied by a revision.
+HEAD_SCHEMA_FILE = "schema.sql"
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 
 def read(name: str) -> str:
     """The text of one SQL file shipped in the package."""
-    return resources.files("hrag_pg").joinpath("sql", name).read_text(encoding="utf-8")
+    return resources.files("hrag_pg").joinpath("sql").joinpath(name).read_text(encoding="utf-8")
 
 
 def names() -> list[str]:
-    """All SQL files shipped in the package, sorted."""
+    """The revisions' SQL files shipped in the package, sorted (not the generated head schema)."""
     folder = resources.files("hrag_pg").joinpath("sql")
-    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".sql"))
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".sql") and p.name != HEAD_SCHEMA_FILE)
 
 
 def render(sql: str, params: dict[str, object]) -> str:
@@ -61,7 +65,7 @@ def apply(conn: sa.Connection, name: str, *, embedding_dim: int | None = None) -
         recorded = conn.exec_driver_sql("SELECT embedding_dim FROM hrag.config").scalar()
     dim = recorded if recorded is not None else (embedding_dim or DEFAULT_EMBEDDING_DIM)
     sql = render(read(name), {"embedding_dim": validate_dim(dim)})
-    driver_conn = conn.connection.dbapi_connection
-    assert driver_conn is not None
+    driver_conn = conn.connection.driver_connection
+    assert isinstance(driver_conn, psycopg.Connection)
     with driver_conn.cursor() as cur:
         cur.execute(sql)

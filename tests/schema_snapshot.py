@@ -1,8 +1,9 @@
 """A catalog snapshot of a database's user-visible schema, for migration tests.
 
 Compared with ``==`` before/after migrations; it lists schemas, extensions,
-tables with columns, constraints, indexes, functions and policies (excluding
-system schemas), so any leftover or missing object shows up in the diff.
+tables (with row-level security flags) and columns, constraints, indexes,
+functions, policies, triggers, comments and privileges (excluding system
+schemas), so any leftover, missing or different object shows up in the diff.
 """
 
 from __future__ import annotations
@@ -14,6 +15,13 @@ _QUERIES = {
         SELECT nspname FROM pg_namespace
          WHERE nspname NOT LIKE 'pg\\_%' AND nspname <> 'information_schema' ORDER BY 1""",
     "extensions": "SELECT extname, extnamespace::regnamespace::text FROM pg_extension ORDER BY 1",
+    "tables": """
+        SELECT relnamespace::regnamespace::text, relname, relkind, relrowsecurity, relforcerowsecurity,
+               reloptions::text
+          FROM pg_class
+         WHERE relnamespace::regnamespace::text NOT IN ('pg_catalog', 'information_schema', 'pg_toast')
+           AND relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
+         ORDER BY 1, 2""",
     "columns": """
         SELECT table_schema, table_name, column_name, data_type, udt_name, is_nullable,
                column_default, is_generated, generation_expression
@@ -44,6 +52,26 @@ _QUERIES = {
     "policies": "SELECT schemaname, tablename, policyname, qual FROM pg_policies ORDER BY 1, 2, 3",
     "triggers": """
         SELECT tgrelid::regclass::text, tgname FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1, 2""",
+    # Comments on anything user-made (objects of extensions excluded; the
+    # extension's own comment is kept), named stably by pg_describe_object.
+    "comments": """
+        SELECT pg_describe_object(d.classoid, d.objoid, d.objsubid), d.description
+          FROM pg_description d
+         WHERE d.objoid >= 16384
+           AND NOT EXISTS (SELECT 1 FROM pg_depend e
+                            WHERE e.classid = d.classoid AND e.objid = d.objoid AND e.deptype = 'e')
+         ORDER BY 1""",
+    "privileges": """
+        SELECT 'schema', nspname, nspacl::text FROM pg_namespace
+         WHERE nspname NOT LIKE 'pg\\_%' AND nspname <> 'information_schema'
+        UNION ALL
+        SELECT 'relation', oid::regclass::text, relacl::text FROM pg_class
+         WHERE relnamespace::regnamespace::text NOT IN ('pg_catalog', 'information_schema', 'pg_toast')
+        UNION ALL
+        SELECT 'function', p.oid::regprocedure::text, p.proacl::text FROM pg_proc p
+         WHERE p.pronamespace::regnamespace::text NOT IN ('pg_catalog', 'information_schema')
+           AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')
+         ORDER BY 1, 2""",
 }
 
 

@@ -186,14 +186,11 @@ def pieces_as_leaves(
     """Sibling leaves replacing ``leaf``: same title, keys "#1"…, part numbers in metadata."""
     kinds = list(kinds) if kinds is not None else [leaf.kind] * len(pieces)
     nodes: list[DraftNode] = []
-    for i, (piece, kind) in enumerate(zip(pieces, kinds), start=1):
+    for i, (piece, kind) in enumerate(zip(pieces, kinds, strict=True), start=1):
         metadata = {**leaf.metadata, "part": i, "parts": len(pieces)}
         if kind != leaf.kind:
             metadata["source_kind"] = leaf.kind
-        if i == 1:
-            overlap = leaf.overlap_prefix
-        else:
-            overlap = tail_tokens(pieces[i - 2], overlap_tokens, counter)
+        overlap = leaf.overlap_prefix if i == 1 else tail_tokens(pieces[i - 2], overlap_tokens, counter)
         nodes.append(
             DraftNode(
                 kind=kind,
@@ -291,7 +288,7 @@ def extract_facts(tree: DocumentTree) -> DocumentTree:
             return None
         pieces: list[str] = []
         kinds: list[str] = []
-        for sentence, fact in zip(sentences, flags):
+        for sentence, fact in zip(sentences, flags, strict=True):
             if not fact and kinds and kinds[-1] != "fact":
                 pieces[-1] += sentence
             else:

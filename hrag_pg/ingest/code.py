@@ -25,7 +25,7 @@ def _start(node: ast.stmt, lines: list[str], floor: int) -> int:
     """First line (1-based) of a statement with its decorators and the comment
     lines directly above it, never reaching line ``floor`` (the previous
     statement's last line)."""
-    decorators = getattr(node, "decorator_list", [])
+    decorators: list[ast.expr] = getattr(node, "decorator_list", [])
     start = min([node.lineno, *(d.lineno for d in decorators)])
     if isinstance(node, (*_DEFS, ast.ClassDef)):
         while start - 1 > floor and lines[start - 2].lstrip().startswith("#"):
@@ -74,7 +74,7 @@ def _function_leaf(
 def _class_node(parent: DraftNode, node: ast.ClassDef, start: int, lines: list[str]) -> None:
     starts = _starts(node.body, lines, floor=node.lineno)
     methods = [
-        (child, first) for child, first in zip(node.body, starts) if isinstance(child, _DEFS)
+        (child, first) for child, first in zip(node.body, starts, strict=True) if isinstance(child, _DEFS)
     ]
     method_lines: set[int] = set()
     for method, first in methods:
@@ -129,7 +129,7 @@ def parse_python(text: str, source: str, *, title: str | None = None) -> Documen
             metadata={"docstring": True},
         )
         covered = _end(docstring)
-    for node, start in zip(body, _starts(body, lines, covered)):
+    for node, start in zip(body, _starts(body, lines, covered), strict=True):
         if not run:
             run.append(covered + 1)  # comments and blank lines since the last node join the run
         if isinstance(node, (*_DEFS, ast.ClassDef)):

@@ -9,7 +9,6 @@ before anything reaches the database.
 from __future__ import annotations
 
 import functools
-
 from collections.abc import Callable, Iterable
 from pathlib import Path
 

@@ -17,6 +17,7 @@ from .flatten import FlatDocument, flatten
 from .groups import group_wide_parents
 from .limits import enforce_parent_limit
 from .loaders import load_document
+from .packing import pack_short_leaves
 from .tokens import DEFAULT_COUNTER, CachedCounter, TokenCounter
 from .tree import DocumentTree
 
@@ -40,6 +41,9 @@ class IngestOptions:
     #: Wrap the leaves of parents with more children than this in ~group_tokens groups (0: never).
     group_children_over: int = 6
     group_tokens: int = 512
+    #: Join runs of short blocks of one section into children of about this many tokens
+    #: (headings strategy only; 0: never).  See hrag_pg/ingest/packing.py.
+    pack_tokens: int = 0
     errors: Literal["strict", "replace"] = "strict"
 
     def __post_init__(self) -> None:
@@ -47,6 +51,9 @@ class IngestOptions:
             raise ValueError(f"unknown strategy {self.strategy!r}; choose one of {', '.join(STRATEGIES)}")
         if self.child not in CHILD_STRATEGIES:
             raise ValueError(f"unknown child strategy {self.child!r}; choose one of {', '.join(CHILD_STRATEGIES)}")
+        if not 0 <= self.pack_tokens <= self.max_child_tokens:
+            raise ValueError(f"pack_tokens must be between 0 and max_child_tokens ({self.max_child_tokens}), "
+                             f"got {self.pack_tokens}")
         if not 1 <= self.sentences_per_child <= 3:
             raise ValueError("sentences_per_child must be 1, 2 or 3")
 
@@ -58,13 +65,14 @@ def refine(
     question_generator: QuestionGenerator | None = None,
 ) -> DocumentTree:
     """Apply the child strategy and the parent size limit to a parsed tree."""
+    if options.pack_tokens and options.child == "paragraph" and tree.metadata.get("strategy") == "headings":
+        pack_short_leaves(tree, pack_tokens=options.pack_tokens, counter=counter)
     if options.child == "sentence":
         split_sentences(tree, group=options.sentences_per_child, counter=counter)
     elif options.child == "fact":
         extract_facts(tree)
-    elif options.child == "qa":
-        if question_generator is None:
-            raise ValueError("the qa child strategy needs a question generator (none ships with hrag-pg)")
+    elif options.child == "qa" and question_generator is None:
+        raise ValueError("the qa child strategy needs a question generator (none ships with hrag-pg)")
     # Every strategy ends with the size cap, so no child exceeds max_child_tokens.
     if options.child != "none":
         split_paragraphs(tree, max_tokens=options.max_child_tokens, overlap_tokens=options.overlap_tokens,

@@ -67,10 +67,10 @@ def check_text(text: Any, source: str) -> str:
         raise IngestError(
             f"{source}: the text contains a NUL character at offset {offset}; PostgreSQL text cannot store it"
         )
-    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
-    if not text.strip():
+    normalised: str = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    if not normalised.strip():
         raise IngestError(f"{source}: the text is empty (or only whitespace); nothing to ingest")
-    return text
+    return normalised
 
 
 def check_source(source: Any) -> str:

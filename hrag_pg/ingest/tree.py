@@ -1,9 +1,10 @@
-"""The in-memory tree every ingestion strategy produces and the writer stores.
+"""The in-memory tree every ingestion strategy produces and the repository stores.
 
 A strategy (headings, clauses, pages, code, window) turns a document into a
 :class:`DraftNode` tree; child splitters refine its leaves.  Nothing here
-touches the database: :mod:`hrag_pg.ingest.writer` numbers the tree in
-pre-order, derives ids, hashes and counts, embeds and writes it.
+touches the database: :mod:`hrag_pg.ingest.flatten` numbers the tree in
+pre-order and derives ids, hashes and counts; :mod:`hrag_pg.repository`
+embeds and writes it.
 
 Text is stored once: ``content`` is a node's *own* text (a heading line for a
 section, the paragraph for a leaf), so a node's full text is the

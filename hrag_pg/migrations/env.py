@@ -74,26 +74,25 @@ def run_migrations_online() -> None:
     url = config.attributes.get("url") or _url()
     engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
     try:
-        with engine.connect() as conn:
-            with translate_migration_error(url):
-                conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": MIGRATION_LOCK_KEY})
+        with engine.connect() as conn, translate_migration_error(url):
+            conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": MIGRATION_LOCK_KEY})
+            conn.commit()
+            try:
+                conn.execute(sa.text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
+                context.configure(
+                    connection=conn,
+                    version_table=VERSION_TABLE,
+                    version_table_schema=SCHEMA,
+                    transactional_ddl=True,
+                )
+                with context.begin_transaction():
+                    context.run_migrations()
+                    _drop_schema_if_only_versions_remain(conn)
                 conn.commit()
-                try:
-                    conn.execute(sa.text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
-                    context.configure(
-                        connection=conn,
-                        version_table=VERSION_TABLE,
-                        version_table_schema=SCHEMA,
-                        transactional_ddl=True,
-                    )
-                    with context.begin_transaction():
-                        context.run_migrations()
-                        _drop_schema_if_only_versions_remain(conn)
-                    conn.commit()
-                finally:
-                    conn.rollback()
-                    conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": MIGRATION_LOCK_KEY})
-                    conn.commit()
+            finally:
+                conn.rollback()
+                conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": MIGRATION_LOCK_KEY})
+                conn.commit()
     except sa.exc.OperationalError as exc:
         if exc.statement is None:
             raise db.connection_error(url, exc) from exc

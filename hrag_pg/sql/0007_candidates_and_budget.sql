@@ -41,6 +41,9 @@ UPDATE hrag.nodes n
 ALTER TABLE hrag.documents ADD COLUMN search_targets integer NOT NULL DEFAULT 0 CHECK (search_targets >= 0);
 COMMENT ON COLUMN hrag.documents.search_targets IS
     'Number of embedded nodes of the document (the N of the lexical IDF), kept by hrag.refresh_document_terms';
+ALTER TABLE hrag.documents ADD COLUMN total_tokens integer NOT NULL DEFAULT 0 CHECK (total_tokens >= 0);
+COMMENT ON COLUMN hrag.documents.total_tokens IS
+    'The document''s stored tokens (its root''s subtree_tokens): a collection''s size for hrag.retrieve_hits';
 
 CREATE TABLE hrag.document_terms (
     document_id uuid NOT NULL,
@@ -141,7 +144,9 @@ AS $$
      GROUP BY n.document_id, n.collection, term.value;
     UPDATE hrag.documents d
        SET search_targets = (SELECT count(*) FROM hrag.nodes n
-                              WHERE n.document_id = d.id AND n.embedding IS NOT NULL)
+                              WHERE n.document_id = d.id AND n.embedding IS NOT NULL),
+           total_tokens = (SELECT coalesce(sum(n.subtree_tokens), 0) FROM hrag.nodes n
+                            WHERE n.document_id = d.id AND n.parent_id IS NULL)
      WHERE d.id = refresh_document_terms.document_id;
 $$;
 
@@ -563,6 +568,14 @@ AS $$
      ORDER BY m.rank
 $$;
 
+-- A numeric tuning setting (SET hrag.auto_floor = 0.5), or its default.
+CREATE FUNCTION hrag._setting(name text, default_value double precision)
+RETURNS double precision
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(nullif(current_setting(name, true), '')::double precision, default_value)
+$$;
+
 -- ---------------------------------------------------------------------------
 -- hrag.retrieve_hits: the best non-overlapping context within a budget.
 --
@@ -599,9 +612,11 @@ LANGUAGE plpgsql STABLE
 AS $$
 #variable_conflict use_column
 DECLARE
-    sharpness     CONSTANT double precision := 0.05;
-    size_exponent CONSTANT double precision := 0.6;
-    floor_share   CONSTANT double precision := 0.6;
+    sharpness     double precision := hrag._setting('hrag.auto_sharpness', 0.1);
+    size_exponent double precision := hrag._setting('hrag.auto_size_exponent', 0.5);
+    min_lift      double precision := hrag._setting('hrag.auto_min_lift', 2.0);
+    floor_share   double precision := hrag._setting('hrag.auto_floor', 0);
+    scope_tokens  double precision;
     c             record;
     sel_ids       uuid[] := '{}';
     sel_doc       uuid[] := '{}';
@@ -623,6 +638,11 @@ BEGIN
             coalesce(max_tokens::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+
+    -- The size of what was searched: the stored tokens of the hits' collections.
+    SELECT greatest(coalesce(sum(d.total_tokens), 0), 1) INTO scope_tokens
+      FROM hrag.documents d
+     WHERE d.collection IN (SELECT n.collection FROM hrag.nodes n WHERE n.id = ANY (node_ids));
 
     FOR c IN
         WITH RECURSIVE
@@ -650,12 +670,16 @@ BEGIN
         )
         SELECT cand.node, cand.evidence, cand.best, cand.hits, n.document_id, n.seq, n.subtree_end,
                n.subtree_tokens, n.child_count, n.depth,
-               cand.evidence / power(greatest(n.subtree_tokens, 1), size_exponent) AS priority
+               cand.evidence / power(greatest(n.subtree_tokens, 1), size_exponent) AS priority,
+               -- share of the evidence over share of the searched text: 1 = no better than chance
+               (cand.evidence / (SELECT sum(w.weight) FROM weighted w))
+                   / (greatest(n.subtree_tokens, 1) / scope_tokens) AS lift
           FROM cand
           JOIN hrag.nodes n ON n.id = cand.node
          ORDER BY priority DESC, cand.best DESC, n.depth DESC, n.id
     LOOP
-        EXIT WHEN first_priority IS NOT NULL AND c.priority < floor_share * first_priority;
+        EXIT WHEN floor_share > 0 AND first_priority IS NOT NULL AND c.priority < floor_share * first_priority;
+        CONTINUE WHEN c.lift < min_lift;
         CONTINUE WHEN c.subtree_tokens > max_tokens;
         inside := false;
         below_tokens := 0;
@@ -696,14 +720,16 @@ BEGIN
     sel_ids := ARRAY(SELECT v FROM unnest(sel_ids, alive) WITH ORDINALITY AS x(v, a, i) WHERE a ORDER BY i);
 
     IF cardinality(sel_ids) = 0 THEN
-        -- Nothing fits: the best hit alone, flagged.
-        SELECT ARRAY[n.id], ARRAY['over budget: the best hit alone is larger than max_tokens']
-          INTO sel_ids, sel_why
+        -- No candidate was worth taking (or fitted): the best hit that fits, so a
+        -- hit never yields nothing; if none fits, the best hit alone, flagged.
+        SELECT ARRAY[n.id], ARRAY[CASE WHEN n.subtree_tokens <= max_tokens THEN 'hit'
+                                       ELSE 'over budget: the best hit alone is larger than max_tokens' END],
+               n.subtree_tokens > max_tokens
+          INTO sel_ids, sel_why, over_budget
           FROM unnest(node_ids, scores) AS h(id, score)
           JOIN hrag.nodes n ON n.id = h.id
-         ORDER BY h.score DESC, n.id
+         ORDER BY n.subtree_tokens > max_tokens, h.score DESC, n.id
          LIMIT 1;
-        over_budget := true;
     END IF;
 
     RETURN QUERY
@@ -798,3 +824,4 @@ COMMENT ON FUNCTION hrag.auto_merge(vector, integer, real, text, jsonb) IS
     'Auto-merging: hit leaves, replace them by their parent where hit children / children >= merge_threshold, upward';
 COMMENT ON FUNCTION hrag.auto_merge_hits(uuid[], real[], real) IS
     'The auto-merge for hits from elsewhere (a reranker, a keyword search), with why each node was returned';
+COMMENT ON FUNCTION hrag._setting(text, double precision) IS 'internal: a numeric hrag.* setting or its default, not part of the API';

@@ -1,6 +1,7 @@
 -- Undo revision 0007: back to revision 0006's functions, no statistics, no budget mode.
 DROP FUNCTION hrag.retrieve(vector, text, integer, text, jsonb, integer, real);
 DROP FUNCTION hrag.retrieve_hits(uuid[], real[], integer);
+DROP FUNCTION hrag._setting(text, double precision);
 DROP FUNCTION hrag.parent_child(vector, integer, integer, text, jsonb, real);
 DROP FUNCTION hrag.parent_child_hits(uuid[], real[], integer, integer);
 DROP FUNCTION hrag.auto_merge(vector, integer, real, text, jsonb);
@@ -388,6 +389,7 @@ DROP FUNCTION hrag.refresh_document_terms(uuid);
 DROP TABLE hrag.document_terms;
 DROP INDEX hrag.nodes_lexical_terms_idx;
 ALTER TABLE hrag.documents DROP COLUMN search_targets;
+ALTER TABLE hrag.documents DROP COLUMN total_tokens;
 ALTER TABLE hrag.nodes DROP COLUMN subtree_tokens;
 
 COMMENT ON FUNCTION hrag.parent_child(vector, integer, integer, text, jsonb, real) IS

@@ -24,7 +24,7 @@ def run(env: dict[str, str], *args: str):
     return runner.invoke(app, list(args), env=env)
 
 
-@pytest.mark.parametrize("mode,key", [("parent-child", "matched_children"), ("auto-merge", "merged_from")])
+@pytest.mark.parametrize(("mode", "key"), [("parent-child", "matched_children"), ("auto-merge", "merged_from")])
 def test_query_json_has_the_documented_shape(env: dict[str, str], mode: str, key: str) -> None:
     result = run(env, "query", "私物端末（BYOD）を業務で使う場合の義務をすべて教えてください",
                  "--mode", mode, "--collection", "security", "--json")
@@ -77,7 +77,7 @@ def test_ingest_and_delete_round_trip(env: dict[str, str], tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(
-    "args,code,message",
+    ("args", "code", "message"),
     [
         (("query", "x", "--mode", "sideways"), 2, "--mode must be one of parent-child, auto-merge"),
         (("query", ""), 2, "the question is empty"),
@@ -110,7 +110,9 @@ def test_db_status_of_an_uninitialised_data_dir_exits_3(tmp_path: Path) -> None:
     assert result.exit_code == 3 and "not initialised" in result.output
 
 
-@pytest.mark.parametrize("command", ["db", "migrate", "ingest", "query", "show", "delete", "stats", "check", "eval", "demo"])
+@pytest.mark.parametrize(
+    "command", ["db", "migrate", "ingest", "query", "show", "delete", "stats", "check", "eval", "demo"]
+)
 def test_every_command_explains_itself(command: str) -> None:
     result = runner.invoke(app, [command, "--help"])
     assert result.exit_code == 0 and len(result.output) > 200

@@ -59,7 +59,8 @@ def test_aretrieve_works_from_two_event_loops_one_after_the_other(hrag: HRAG) ->
     retriever = AutoMergingRetriever(hrag)
     first = asyncio.run(retriever.aretrieve(QUESTIONS[1]))
     second = asyncio.run(retriever.aretrieve(QUESTIONS[1]))  # the first loop's pool is gone
-    assert [r.node_id for r in first] == [r.node_id for r in second] == [r.node_id for r in retriever.retrieve(QUESTIONS[1])]
+    sync = retriever.retrieve(QUESTIONS[1])
+    assert [r.node_id for r in first] == [r.node_id for r in second] == [r.node_id for r in sync]
 
 
 def test_the_sync_facade_is_a_context_manager(db_url: str) -> None:

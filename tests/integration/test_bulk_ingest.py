@@ -49,6 +49,6 @@ def test_a_failing_bulk_ingest_still_rebuilds_the_index(postgresql: psycopg.Conn
     folder = _docs(tmp_path, 2)
     (folder / "broken.md").write_bytes(b"# Broken\n\nbad \xff byte\n")
     hrag = HRAG(db_url, embedder=HashingEmbedder())
-    with pytest.raises(IngestError, match="broken.md"):
+    with pytest.raises(IngestError, match=r"broken\.md"):
         hrag.ingest([folder], collection="bulk", bulk=True, stop_on_error=True)
     assert _index_definition(postgresql) == before

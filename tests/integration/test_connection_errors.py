@@ -45,6 +45,5 @@ def test_a_user_without_create_privilege_is_told_what_to_grant(blank_db_url: str
 
 
 def test_an_unmigrated_database_says_to_run_migrate(blank_db_url: str) -> None:
-    with db.engine(blank_db_url).connect() as conn:
-        with pytest.raises(SchemaError, match="hrag migrate"):
-            db.installed_embedding_dim(conn)
+    with db.engine(blank_db_url).connect() as conn, pytest.raises(SchemaError, match="hrag migrate"):
+        db.installed_embedding_dim(conn)

@@ -126,7 +126,7 @@ def test_a_bad_item_in_a_batch_is_refused_before_anything_is_written(
     with pytest.raises(IngestError, match="second"):
         hrag.ingest_texts([(GUIDE, "first"), ("", "second"), (RULES, "third")])
     assert postgresql.execute("SELECT count(*) FROM hrag.documents").fetchone()[0] == 0
-    with pytest.raises(IngestError, match="both have source 'same'"):
+    with pytest.raises(IngestError, match=r"both have source 'same'"):
         hrag.ingest_texts([(GUIDE, "same"), (RULES, "same")])
 
 
@@ -172,6 +172,6 @@ def test_two_files_that_would_share_a_name_are_refused_before_writing(
     for d in ("a", "b"):
         (tmp_path / d).mkdir()
         (tmp_path / d / "x.md").write_text(GUIDE, encoding="utf-8")
-    with pytest.raises(IngestError, match="would both be stored as source 'x.md'"):
+    with pytest.raises(IngestError, match=r"would both be stored as source 'x\.md'"):
         hrag.ingest([tmp_path / "a" / "x.md", tmp_path / "b"])
     assert postgresql.execute("SELECT count(*) FROM hrag.documents").fetchone()[0] == 0

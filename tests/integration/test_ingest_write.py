@@ -1,4 +1,4 @@
-"""Writing documents: the consistency rules of DESIGN.md, against a real PostgreSQL.
+"""Writing documents: the write guarantees of the README ("Guarantees"), against a real PostgreSQL.
 
 One transaction per document (an exception, a killed connection or a broken
 embedder half-way leaves the previous version intact), deterministic ids,
@@ -259,7 +259,7 @@ def test_editing_one_paragraph_reembeds_exactly_one_paragraph(
     assert len(after["nodes"]) == len(before["nodes"]) == result.nodes
     assert [r[0] for r in after["nodes"]] == [r[0] for r in before["nodes"]]
 
-    changed = [r[0] for r, old in zip(after["nodes"], before["nodes"]) if r[5] != old[5]]
+    changed = [r[0] for r, old in zip(after["nodes"], before["nodes"], strict=True) if r[5] != old[5]]
     assert len(changed) == 1
     for node_id, vector in before["embeddings"].items():
         if vector is None:
@@ -609,7 +609,7 @@ def test_missing_file_directory_of_mixed_files_and_empty_tree(
     assert report.failed == []
 
     empty = DocumentTree(source="hollow.md", root=DraftNode(kind="document", title="Hollow"))
-    with pytest.raises(IngestError, match="hollow.md: the document's structure yields no leaves"):
+    with pytest.raises(IngestError, match=r"hollow\.md: the document's structure yields no leaves"):
         hrag.ingest_tree(empty)
     assert document_row(sql, "hollow.md") is None
     assert_same(before, snapshot(sql, GUIDE))
@@ -631,7 +631,7 @@ def test_embedder_with_the_wrong_dimension_is_refused(
         assert "8-dimensional" in str(raised.value) and "384" in str(raised.value)
     # The repository refuses it too when called directly.
     doc = prepare_file(WORK_RULES, IngestOptions(), model_name=wrong.model_name, counter=wrong.token_counter)
-    with pytest.raises(EmbeddingError, match="8-dimensional.*384"):
+    with pytest.raises(EmbeddingError, match=r"8-dimensional.*384"):
         hrag.repository.write_document(doc, wrong)
     assert wrong.texts == []
     assert document_row(sql, WORK_RULES) is None
@@ -688,7 +688,7 @@ def test_write_rows_only_stores_a_5000_node_document(db_url: str, sql: psycopg.C
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((len(doc.search_targets), 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    by_text = {n.embed_text: v for n, v in zip(doc.search_targets, vectors)}
+    by_text = {n.embed_text: v for n, v in zip(doc.search_targets, vectors, strict=True)}
 
     # Maintaining the HNSW index costs ~1.6 ms per vector on a 2-core machine (~8 s here),
     # which is the benchmark's business; this test's private database drops it so the

@@ -42,7 +42,7 @@ def plain_postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     data = base / "data"
 
     def run(*args: str) -> None:
-        done = subprocess.run(args, capture_output=True, text=True, cwd=base, **as_user)  # type: ignore[call-overload]
+        done = subprocess.run(args, check=False, capture_output=True, text=True, cwd=base, **as_user)  # type: ignore[call-overload]
         assert done.returncode == 0, f"{args[0]} failed: {done.stderr}"
 
     run(str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust")
@@ -51,7 +51,7 @@ def plain_postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield f"postgresql://postgres@/postgres?host={base}"
     finally:
         subprocess.run([str(bin_dir / "pg_ctl"), "-D", str(data), "-w", "-m", "fast", "stop"],
-                       capture_output=True, cwd=base, **as_user)
+                       check=False, capture_output=True, cwd=base, **as_user)
 
 
 def test_migrating_a_server_without_pgvector_says_to_install_it(plain_postgres: str) -> None:

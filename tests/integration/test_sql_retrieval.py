@@ -52,7 +52,7 @@ def test_probation_question_returns_article_4_with_the_payment_day(conn: psycopg
     assert matched[0] == built.ids["4.3"]
     assert "毎月25日" in content, "the parent's full text includes item 4, the payment day"
     assert content.startswith("第4条：諸手当および福利厚生")
-    assert [line for line in content.split("\n\n")][1:] == ARTICLE_4_ITEMS
+    assert content.split("\n\n")[1:] == ARTICLE_4_ITEMS
 
 
 def test_node_text_is_own_text_plus_descendants_in_document_order(conn: psycopg.Connection) -> None:

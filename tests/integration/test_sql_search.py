@@ -156,7 +156,9 @@ SELECT hrag.node_text('{b.ids["第8条"]}');
         input=script, capture_output=True, text=True, check=True,
     ).stdout.splitlines()
     assert out[0] == "第8条|1.000|0.5", "1 of 2 items hit merges at the inclusive 0.5"
-    assert out[1:] == ["第8条（BYOD）", "", "8.1 ウイルス対策ソフトを導入する。", "", "8.2 6桁以上のパスコードを設定する。"]
+    assert out[1:] == [
+        "第8条（BYOD）", "", "8.1 ウイルス対策ソフトを導入する。", "", "8.2 6桁以上のパスコードを設定する。"
+    ]
 
 
 def _external(proc: NoopExecutor) -> bool:

@@ -94,7 +94,7 @@ def test_auto_merge_mode_returns_the_merged_section_and_explains_it(loaded: HRAG
     assert {d.metadata["source"] for d in docs} == {"handbook.md"}
 
 
-@pytest.mark.parametrize("filter_value, sources", [
+@pytest.mark.parametrize(("filter_value", "sources"), [
     ({"lang": "en"}, {"guide"}),
     ({"dept": "hr"}, {"rules/work_rules.md"}),
     ({"lang": "fr"}, set()),
@@ -119,7 +119,7 @@ async def test_sixteen_concurrent_ainvoke_calls_equal_invoke(loaded: HRAG) -> No
 
 
 def test_unknown_modes_and_wrong_objects_fail_at_construction(hrag: HRAG) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="mode"):
         HRAGRetriever(hrag=hrag, mode="bm25")  # type: ignore[arg-type]
     with pytest.raises((TypeError, ValueError)):
         HRAGRetriever(hrag=object())

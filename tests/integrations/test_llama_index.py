@@ -68,7 +68,7 @@ def test_auto_merge_mode_returns_the_merged_section(loaded: HRAG) -> None:
     assert len(top.metadata["merged_from"]) == 2
 
 
-@pytest.mark.parametrize("filter_value, sources", [
+@pytest.mark.parametrize(("filter_value", "sources"), [
     ({"lang": "en"}, {"guide"}),
     ({"dept": "it"}, {"security.md"}),
     ({"lang": "fr"}, set()),

@@ -34,7 +34,7 @@ def test_the_readme_switching_snippets_run_offline_from_two_directories_and_stor
         monkeypatch.chdir(tmp_path / where)
         namespace: dict[str, object] = {"__name__": "readme"}
         for block in after_snippets():
-            exec(compile(block, f"README.md ({block.splitlines()[0]})", "exec"), namespace)  # noqa: S102
+            exec(compile(block, f"README.md ({block.splitlines()[0]})", "exec"), namespace)
     out = capsys.readouterr().out
     assert "Within 14 days" in out and "billing.md" in out
     sources = sorted(s.source for s in HRAG(db_url).sources("switching"))

@@ -139,7 +139,7 @@ def test_writers_of_different_sources_run_their_transactions_in_parallel(
         time.sleep(0.1)
 
     started = time.perf_counter()
-    for repo, doc in zip(repos, serial_docs):
+    for repo, doc in zip(repos, serial_docs, strict=True):
         assert repo.write_document(doc, embedder, after_chunk=slow_client).status == "created"
     serial = time.perf_counter() - started
 
@@ -159,7 +159,7 @@ def test_writers_of_different_sources_run_their_transactions_in_parallel(
         assert repo.write_document(doc, embedder, after_chunk=after_chunk).status == "created"
 
     started = time.perf_counter()
-    errors = run_threads([(write, (r, d)) for r, d in zip(repos, parallel_docs)], timeout=60)
+    errors = run_threads([(write, (r, d)) for r, d in zip(repos, parallel_docs, strict=True)], timeout=60)
     parallel = time.perf_counter() - started
     print(f"4 writers of different sources: serial {serial:.2f} s, parallel {parallel:.2f} s, "
           f"ratio {parallel / serial:.2f}")

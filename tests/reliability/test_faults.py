@@ -7,6 +7,7 @@ are hrag's own one-sentence errors, not driver tracebacks.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -241,10 +242,8 @@ def test_server_restart_fails_in_flight_calls_clearly_and_the_next_call_reconnec
                  message="a call failing while the server is down")
         stop.set()
         loop.join(timeout=30)
-        try:
+        with contextlib.suppress(psycopg.Error):
             locker.close()
-        except psycopg.Error:
-            pass
 
         with time_limit(120, "restarting the cluster"):
             embedded.start(base)

@@ -191,8 +191,8 @@ def test_a_filter_that_is_not_a_json_object_is_refused_by_the_api(guarded: Guard
     guarded.assert_intact()
 
 
-@pytest.mark.parametrize("bad,kind", [("[1, 2]", "array"), ('"owner"', "string"), ("3", "number"),
-                                      ("true", "boolean"), ("null", "null")])
+@pytest.mark.parametrize(("bad", "kind"), [("[1, 2]", "array"), ('"owner"', "string"), ("3", "number"),
+                                          ("true", "boolean"), ("null", "null")])
 def test_a_filter_that_is_not_a_json_object_is_refused_by_sql(guarded: Guarded, bad: str, kind: str) -> None:
     q = HashingEmbedder().vector(QUESTION)
     for statement in ("SELECT * FROM hrag.search_leaves(%s, 5, NULL, %s::jsonb)",

@@ -68,7 +68,7 @@ def test_converter_renders_signatures_admonitions_code_and_tables() -> None:
 def test_converted_page_parses_into_the_same_heading_tree_in_hrag() -> None:
     _, markdown = convert_page(PAGE)
     tree = parse_markdown(markdown, "demo.md")
-    paths = [tuple(a.title for a in ancestors if a.kind == "section") + (node.title,)
+    paths = [(*(a.title for a in ancestors if a.kind == "section"), node.title)
              for node, ancestors in tree.root.walk() if node.kind == "section"]
     assert paths[-3:] == [("demo — A demo module",), ("demo — A demo module", "API"),
                           ("demo — A demo module", "API", "Deep")]
@@ -125,7 +125,9 @@ def _broad(*snippets: str) -> Question:
 def test_broad_evidence_in_one_section_passes_and_names_it(tmp_path: Path) -> None:
     (tmp_path / "doc.md").write_text(CORPUS_TEXT, encoding="utf-8")
     corpus = validate_questions.Corpus.load(tmp_path)
-    q = _broad("First alpha paragraph says the sky is blue today", "Second alpha paragraph says the grass is green today", "Third alpha paragraph says the sea is deep today")
+    q = _broad("First alpha paragraph says the sky is blue today",
+               "Second alpha paragraph says the grass is green today",
+               "Third alpha paragraph says the sea is deep today")
     assert validate_questions.broad_sections(q, corpus) == [("doc.md", ("Title", "Alpha"))]
     assert validate_questions.check([q], corpus) == []
 
@@ -133,7 +135,9 @@ def test_broad_evidence_in_one_section_passes_and_names_it(tmp_path: Path) -> No
 def test_broad_evidence_across_top_level_sections_is_a_problem(tmp_path: Path) -> None:
     (tmp_path / "doc.md").write_text(CORPUS_TEXT, encoding="utf-8")
     corpus = validate_questions.Corpus.load(tmp_path)
-    q = _broad("First alpha paragraph says the sky is blue today", "Second alpha paragraph says the grass is green today", "Only beta paragraph says the desert is dry today")
+    q = _broad("First alpha paragraph says the sky is blue today",
+               "Second alpha paragraph says the grass is green today",
+               "Only beta paragraph says the desert is dry today")
     problems = validate_questions.check([q], corpus)
     assert len(problems) == 1 and "not one section" in problems[0]
 

@@ -106,7 +106,7 @@ def test_truncation_keeps_whole_passages_then_cuts_the_first_that_does_not_fit()
 
 def test_truncation_uses_given_counts_and_refuses_a_non_positive_budget():
     assert truncate_passages(["a b c", "d"], 1, WordTruncator(), counts=[0, 1]) == ["a b c", "d"]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="max_tokens must be positive"):
         truncate_passages(["a"], 0, WordTruncator())
 
 
@@ -156,7 +156,7 @@ def test_percentile_agrees_with_numpy_and_handles_no_values():
     for q in (5, 50, 90, 95, 99):
         assert percentile(values, q) == pytest.approx(float(np.percentile(values, q)))
     assert math.isnan(percentile([], 50))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="percentile must be between 0 and 100"):
         percentile([1.0], 101)
 
 

@@ -108,7 +108,7 @@ def test_sentence_groups_hold_at_most_group_sentences() -> None:
     groups = tree.root.children
     assert [g.content for g in groups] == ["One. Two. ", "Three. Four. ", "Five."]
     assert all(g.kind == "sentence" and g.metadata["source_kind"] == "paragraph" for g in groups)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="group must be at least 1"):
         split_sentences(one_leaf_tree(text), group=0)
 
 

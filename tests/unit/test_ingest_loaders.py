@@ -90,7 +90,7 @@ def test_missing_file_directory_and_unknown_type_are_refused(tmp_path: Path) -> 
     with pytest.raises(IngestError, match="is a directory"):
         load_document(tmp_path)
     (tmp_path / "data.xlsx").write_bytes(b"PK")
-    with pytest.raises(IngestError, match="unsupported file type '.xlsx'"):
+    with pytest.raises(IngestError, match=r"unsupported file type '\.xlsx'"):
         load_document(tmp_path / "data.xlsx")
     with pytest.raises(IngestError, match="unknown strategy"):
         load_document(FIXTURES / "guide.md", strategy="magic")

@@ -132,7 +132,10 @@ def test_random_markdown_preserves_text_and_has_no_empty_leaves(
 
 
 def test_a_fence_indented_deep_inside_a_list_item_is_kept_in_the_item() -> None:
-    text = "# T\n\n1. Run this:\n\n        ```\n        # not a heading\n        pg_upgrade -b old\n        ```\n\n2. Then this.\n"
+    text = (
+        "# T\n\n1. Run this:\n\n        ```\n        # not a heading\n        pg_upgrade -b old\n"
+        "        ```\n\n2. Then this.\n"
+    )
     tree = parse_markdown(text, "upgrade.md")
     items = [n for n, _ in tree.root.walk() if n.kind == "item"]
     assert len(items) == 2

@@ -36,7 +36,7 @@ def test_tokenizer_counter_excludes_special_tokens() -> None:
     class FakeTokenizer:
         def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
             ids = [len(word) for word in text.split()]
-            return ([101] + ids + [102]) if add_special_tokens else ids
+            return [101, *ids, 102] if add_special_tokens else ids
 
     wrapped = TokenizerCounter(FakeTokenizer())
     assert isinstance(wrapped, TokenCounter)
@@ -66,7 +66,7 @@ def test_split_tokens_cuts_japanese_between_characters() -> None:
 
 
 def test_split_tokens_rejects_zero_budget() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="max_tokens must be at least 1"):
         split_tokens("x", 0, counter)
 
 

@@ -1,0 +1,1302 @@
+-- hrag-pg: the head schema in one place. GENERATED: do not edit by hand.
+--
+-- The revision files beside this one stay the upgrade path; this file is what
+-- a database migrated to head contains: pg_dump 18 --schema-only
+-- --schema=hrag --no-owner (privileges kept), embedding dimension 384.
+-- After adding a revision, regenerate it with `python -m hrag_pg.schema_dump`
+-- (or `make schema`). Applying it to an empty database gives the same catalog
+-- as migrating (tests/migration/test_schema_file.py); the hrag.config row and
+-- the Alembic version number are data, written by the migrations.
+
+-- pgvector lives outside schema hrag, so pg_dump --schema=hrag does not list it.
+CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public;
+
+-- pg_dump orders functions before the tables their bodies read.
+SET check_function_bodies = false;
+
+-- SCHEMA: hrag
+CREATE SCHEMA hrag;
+
+-- COMMENT: SCHEMA hrag
+COMMENT ON SCHEMA hrag IS 'hrag-pg: hierarchical retrieval (parent-child, auto-merging)';
+
+-- FUNCTION: _check_count(integer, text, integer)
+CREATE FUNCTION hrag._check_count(value integer, name text, max_value integer DEFAULT 1000) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+BEGIN
+    IF value IS NULL OR value <= 0 OR value > max_value THEN
+        RAISE EXCEPTION 'hrag: argument "%" must be between 1 and %, got %', name, max_value, coalesce(value::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+END
+$$;
+
+-- COMMENT: FUNCTION _check_count(value integer, name text, max_value integer)
+COMMENT ON FUNCTION hrag._check_count(value integer, name text, max_value integer) IS 'internal: argument check, not part of the API';
+
+-- FUNCTION: _check_hits(uuid[], real[])
+CREATE FUNCTION hrag._check_hits(node_ids uuid[], scores real[]) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+BEGIN
+    IF node_ids IS NULL OR scores IS NULL THEN
+        RAISE EXCEPTION 'hrag: arguments "node_ids" and "scores" must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF cardinality(node_ids) <> cardinality(scores) THEN
+        RAISE EXCEPTION 'hrag: arguments "node_ids" (% elements) and "scores" (% elements) must have the same length',
+            cardinality(node_ids), cardinality(scores)
+            USING ERRCODE = 'array_subscript_error';
+    END IF;
+    IF array_position(node_ids, NULL) IS NOT NULL OR array_position(scores, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'hrag: arguments "node_ids" and "scores" must not contain NULL'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    RETURN true;
+END
+$$;
+
+-- COMMENT: FUNCTION _check_hits(node_ids uuid[], scores real[])
+COMMENT ON FUNCTION hrag._check_hits(node_ids uuid[], scores real[]) IS 'internal: argument check, not part of the API';
+
+-- FUNCTION: _check_query(public.vector, jsonb)
+CREATE FUNCTION hrag._check_query(query public.vector, filter jsonb) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+BEGIN
+    IF query IS NULL THEN
+        RAISE EXCEPTION 'hrag: argument "query" must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF vector_dims(query) <> 384 THEN
+        RAISE EXCEPTION 'hrag: argument "query" has % dimensions, but this installation stores % (hrag.config.embedding_dim)',
+            vector_dims(query), 384
+            USING ERRCODE = 'data_exception';
+    END IF;
+    IF vector_norm(query) = 0 THEN
+        RAISE EXCEPTION 'hrag: argument "query" is the zero vector; cosine similarity is undefined for it'
+            USING ERRCODE = 'data_exception';
+    END IF;
+    IF filter IS NOT NULL AND jsonb_typeof(filter) <> 'object' THEN
+        RAISE EXCEPTION 'hrag: argument "filter" must be a JSON object, got a JSON %', jsonb_typeof(filter)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+END
+$$;
+
+-- COMMENT: FUNCTION _check_query(query public.vector, filter jsonb)
+COMMENT ON FUNCTION hrag._check_query(query public.vector, filter jsonb) IS 'internal: argument check, not part of the API';
+
+-- FUNCTION: _check_threshold(real)
+CREATE FUNCTION hrag._check_threshold(merge_threshold real) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+BEGIN
+    IF merge_threshold IS NULL OR merge_threshold <= 0 OR merge_threshold > 1 OR merge_threshold = 'NaN' THEN
+        RAISE EXCEPTION 'hrag: argument "merge_threshold" must be in (0, 1], got %', coalesce(merge_threshold::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN true;
+END
+$$;
+
+-- COMMENT: FUNCTION _check_threshold(merge_threshold real)
+COMMENT ON FUNCTION hrag._check_threshold(merge_threshold real) IS 'internal: argument check, not part of the API';
+
+-- FUNCTION: _create_vector_index()
+CREATE FUNCTION hrag._create_vector_index() RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    CREATE INDEX nodes_embedding_hnsw_idx ON hrag.nodes
+        USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64);
+END
+$$;
+
+-- COMMENT: FUNCTION _create_vector_index()
+COMMENT ON FUNCTION hrag._create_vector_index() IS 'internal: the HNSW index definition, not part of the API';
+
+-- FUNCTION: _drop_invalid_vector_indexes()
+CREATE FUNCTION hrag._drop_invalid_vector_indexes() RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    name text;
+BEGIN
+    FOR name IN
+        SELECT ic.oid::regclass::text
+          FROM pg_catalog.pg_index i
+          JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
+          JOIN pg_catalog.pg_am am ON am.oid = ic.relam
+         WHERE i.indrelid = 'hrag.nodes'::regclass AND am.amname = 'hnsw'
+           AND NOT (i.indisvalid AND i.indisready)
+    LOOP
+        EXECUTE format('DROP INDEX %s', name);
+    END LOOP;
+END
+$$;
+
+-- COMMENT: FUNCTION _drop_invalid_vector_indexes()
+COMMENT ON FUNCTION hrag._drop_invalid_vector_indexes() IS 'internal: used by repair_integrity, not part of the API';
+
+-- FUNCTION: _setting(text, double precision)
+CREATE FUNCTION hrag._setting(name text, default_value double precision) RETURNS double precision
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT coalesce(nullif(current_setting(name, true), '')::double precision, default_value)
+$$;
+
+-- COMMENT: FUNCTION _setting(name text, default_value double precision)
+COMMENT ON FUNCTION hrag._setting(name text, default_value double precision) IS 'internal: a numeric hrag.* setting or its default, not part of the API';
+
+-- FUNCTION: _subtree_text(uuid, integer, integer)
+CREATE FUNCTION hrag._subtree_text(document_id uuid, first_seq integer, last_seq integer) RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT coalesce(string_agg(CASE WHEN t.is_first THEN t.content ELSE t.separator || t.content END,
+                               '' ORDER BY t.seq), '')
+      FROM (SELECT d.seq, d.content, d.separator, d.seq = min(d.seq) OVER () AS is_first
+              FROM hrag.nodes d
+             WHERE d.document_id = _subtree_text.document_id
+               AND d.seq BETWEEN _subtree_text.first_seq AND _subtree_text.last_seq
+               AND d.content <> '') AS t
+$$;
+
+-- COMMENT: FUNCTION _subtree_text(document_id uuid, first_seq integer, last_seq integer)
+COMMENT ON FUNCTION hrag._subtree_text(document_id uuid, first_seq integer, last_seq integer) IS 'internal: full text of a seq range, not part of the API';
+
+-- FUNCTION: _term_weights(text[], text)
+CREATE FUNCTION hrag._term_weights(terms text[], collection text) RETURNS TABLE(term text, df bigint, idf real)
+    LANGUAGE sql STABLE
+    AS $$
+    WITH n AS (
+        SELECT greatest(coalesce(sum(d.search_targets), 0), 1) AS leaves
+          FROM hrag.documents d
+         WHERE _term_weights.collection IS NULL OR d.collection = _term_weights.collection
+    ),
+    freq AS (
+        SELECT q.term,
+               (SELECT coalesce(sum(t.leaves), 0)
+                  FROM hrag.document_terms t
+                 WHERE t.term = q.term
+                   AND (_term_weights.collection IS NULL OR t.collection = _term_weights.collection)) AS df
+          FROM unnest(terms) AS q(term)
+    )
+    SELECT f.term, f.df, ln(1.0 + (n.leaves - f.df + 0.5) / (f.df + 0.5))::real
+      FROM freq f, n
+     WHERE f.df > 0
+     ORDER BY f.df, f.term
+$$;
+
+-- COMMENT: FUNCTION _term_weights(terms text[], collection text)
+COMMENT ON FUNCTION hrag._term_weights(terms text[], collection text) IS 'internal: BM25 IDF of query terms in a collection, not part of the API';
+
+-- FUNCTION: _vector_index_state()
+CREATE FUNCTION hrag._vector_index_state() RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT CASE WHEN bool_or(i.indisvalid AND i.indisready) THEN 'valid'
+                WHEN count(*) > 0 THEN 'invalid'
+                ELSE 'missing' END
+      FROM pg_catalog.pg_index i
+      JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
+      JOIN pg_catalog.pg_am am ON am.oid = ic.relam
+     WHERE i.indrelid = 'hrag.nodes'::regclass
+       AND am.amname = 'hnsw'
+$$;
+
+-- COMMENT: FUNCTION _vector_index_state()
+COMMENT ON FUNCTION hrag._vector_index_state() IS 'internal: valid, invalid or missing, not part of the API';
+
+-- FUNCTION: auto_merge(public.vector, integer, real, text, jsonb)
+CREATE FUNCTION hrag.auto_merge(query public.vector, top_k integer DEFAULT 12, merge_threshold real DEFAULT 0.5, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer)
+    LANGUAGE sql STABLE
+    AS $$
+    WITH hits AS (
+        SELECT s.node_id, s.score
+          FROM hrag.search_leaves(query, top_k, collection, filter) AS s
+    )
+    SELECT m.*
+      FROM hrag.auto_merge_hits(ARRAY(SELECT h.node_id FROM hits h ORDER BY h.score DESC, h.node_id),
+                                ARRAY(SELECT h.score FROM hits h ORDER BY h.score DESC, h.node_id),
+                                merge_threshold) AS m
+     ORDER BY m.rank
+$$;
+
+-- COMMENT: FUNCTION auto_merge(query public.vector, top_k integer, merge_threshold real, collection text, filter jsonb)
+COMMENT ON FUNCTION hrag.auto_merge(query public.vector, top_k integer, merge_threshold real, collection text, filter jsonb) IS 'Auto-merging: hit leaves, replace them by their parent where hit children / children >= merge_threshold, upward';
+
+-- FUNCTION: auto_merge_hits(uuid[], real[], real)
+CREATE FUNCTION hrag.auto_merge_hits(node_ids uuid[], scores real[], merge_threshold real DEFAULT 0.5) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer)
+    LANGUAGE sql STABLE
+    AS $$
+    WITH RECURSIVE
+    -- A duplicate id keeps its best score; unknown ids drop out at the first join.
+    hit AS (
+        SELECT h.id, max(h.score) AS score
+          FROM unnest(node_ids, scores) AS h(id, score)
+         GROUP BY h.id
+    ),
+    -- Every hit's path to its root, by primary key: the only nodes the merge can touch.
+    chain AS (
+        SELECT hit.id AS hit, hit.score, n.id AS node, n.parent_id, n.depth, n.child_count, 0 AS steps
+          FROM hit
+          JOIN hrag.nodes n ON n.id = hit.id
+        UNION ALL
+        SELECT c.hit, c.score, p.id, p.parent_id, p.depth, p.child_count, c.steps + 1
+          FROM chain c
+          JOIN hrag.nodes p ON p.id = c.parent_id
+    ),
+    cand AS MATERIALIZED (
+        SELECT DISTINCT c.node AS id, c.parent_id, c.depth, c.child_count FROM chain c
+    ),
+    -- Bottom-up, one row per level: the parents of the nodes at `level` are
+    -- decided once their children are final; a merged parent is covered.
+    state AS (
+        SELECT (SELECT max(cand.depth) FROM cand) AS level,
+               ARRAY(SELECT DISTINCT chain.hit FROM chain) AS covered,
+               '{}'::uuid[] AS merged,
+               '{}'::real[] AS ratios
+        UNION ALL
+        SELECT s.level - 1,
+               s.covered || coalesce(step.ids, '{}'),
+               s.merged || coalesce(step.ids, '{}'),
+               s.ratios || coalesce(step.ratios, '{}')
+          FROM state s
+          CROSS JOIN LATERAL (
+              SELECT array_agg(g.parent_id) AS ids, array_agg(g.ratio) AS ratios
+                FROM (SELECT c.parent_id, count(*)::real / max(p.child_count)::real AS ratio
+                        FROM cand c
+                        JOIN cand p ON p.id = c.parent_id
+                       WHERE c.depth = s.level
+                         AND c.id = ANY (s.covered)
+                         AND p.child_count > 0
+                       GROUP BY c.parent_id) AS g
+               WHERE g.ratio >= merge_threshold
+          ) AS step
+         WHERE s.level > 0
+    ),
+    final AS (
+        SELECT s.covered, s.merged, s.ratios FROM state s ORDER BY s.level NULLS FIRST LIMIT 1
+    ),
+    -- Each hit ends up in the topmost covered node on its path; those nodes
+    -- are the result, and the hits below them are what they absorbed.
+    placed AS (
+        SELECT DISTINCT ON (c.hit) c.hit, c.score, c.node AS top
+          FROM chain c, final f
+         WHERE c.node = ANY (f.covered)
+         ORDER BY c.hit, c.steps DESC
+    ),
+    result AS (
+        SELECT pl.top,
+               max(pl.score) AS score,
+               coalesce(array_agg(pl.hit ORDER BY pl.score DESC, pl.hit) FILTER (WHERE pl.hit <> pl.top), '{}')
+                   AS merged_from
+          FROM placed pl
+         GROUP BY pl.top
+    )
+    SELECT n.id, n.document_id, n.depth, n.title, n.heading_path,
+           hrag._subtree_text(n.document_id, n.seq, n.subtree_end),
+           r.score, r.merged_from,
+           (SELECT m.ratio FROM final f, unnest(f.merged, f.ratios) AS m(id, ratio) WHERE m.id = r.top),
+           (row_number() OVER (ORDER BY r.score DESC, n.depth, n.id))::integer,
+           n.subtree_tokens
+      FROM result r
+      JOIN hrag.nodes n ON n.id = r.top
+     -- The argument checks: a constant qual of the top query, evaluated once
+     -- before any row (a CTE the plan never reads from would never run them).
+     WHERE hrag._check_hits(node_ids, scores) AND hrag._check_threshold(merge_threshold)
+     ORDER BY r.score DESC, n.depth, n.id
+$$;
+
+-- COMMENT: FUNCTION auto_merge_hits(node_ids uuid[], scores real[], merge_threshold real)
+COMMENT ON FUNCTION hrag.auto_merge_hits(node_ids uuid[], scores real[], merge_threshold real) IS 'The auto-merge for hits from elsewhere (a reranker, a keyword search), with why each node was returned';
+
+-- FUNCTION: check_integrity()
+CREATE FUNCTION hrag.check_integrity() RETURNS TABLE(problem text, document_id uuid, node_id uuid, detail text)
+    LANGUAGE sql STABLE
+    AS $$
+    -- the ANN index (a crashed bulk load can leave none)
+    SELECT 'vector_index_' || s.state, NULL::uuid, NULL::uuid,
+           CASE s.state
+               WHEN 'missing' THEN 'hrag.nodes has no HNSW index on embedding (a bulk load stopped before '
+                                   'rebuilding it?): searches scan every row; run hrag check --repair'
+               ELSE 'the HNSW index on hrag.nodes.embedding is invalid (an interrupted build): '
+                    'run hrag check --repair' END
+      FROM (SELECT hrag._vector_index_state() AS state) AS s
+     WHERE s.state <> 'valid'
+    UNION ALL
+    -- documents without exactly one root
+    SELECT 'document_without_root', d.id, NULL::uuid,
+           format('document %s (%s) has no root node', d.source, d.collection)
+      FROM hrag.documents d
+     WHERE NOT EXISTS (SELECT 1 FROM hrag.nodes n WHERE n.document_id = d.id AND n.parent_id IS NULL)
+    UNION ALL
+    SELECT 'document_with_several_roots', n.document_id, NULL::uuid,
+           format('%s root nodes', count(*))
+      FROM hrag.nodes n
+     WHERE n.parent_id IS NULL
+     GROUP BY n.document_id
+    HAVING count(*) > 1
+    UNION ALL
+    -- child_count, the hit-ratio denominator
+    SELECT 'wrong_child_count', n.document_id, n.id,
+           format('child_count is %s, the node has %s children', n.child_count, coalesce(c.actual, 0))
+      FROM hrag.nodes n
+      LEFT JOIN (SELECT parent_id, count(*) AS actual FROM hrag.nodes GROUP BY parent_id) c
+             ON c.parent_id = n.id
+     WHERE n.child_count <> coalesce(c.actual, 0)
+    UNION ALL
+    -- depth (normally guaranteed by the parent FK)
+    SELECT 'wrong_depth', n.document_id, n.id,
+           format('depth is %s, its parent''s is %s', n.depth, p.depth)
+      FROM hrag.nodes n
+      JOIN hrag.nodes p ON p.id = n.parent_id
+     WHERE n.depth <> p.depth + 1
+    UNION ALL
+    -- pre-order ranges: a root starts at 0; a first child right after its
+    -- parent; a later child right after its previous sibling's subtree; a
+    -- subtree ends where its last child's does (or at itself for a leaf)
+    SELECT 'broken_ordering', n.document_id, n.id,
+           format('seq %s / subtree_end %s, expected %s / %s', n.seq, n.subtree_end,
+                  expected.seq, expected.subtree_end)
+      FROM hrag.nodes n
+      CROSS JOIN LATERAL (
+          SELECT CASE
+                     WHEN n.parent_id IS NULL THEN 0
+                     WHEN n.position = 0 THEN (SELECT max(p.seq) + 1 FROM hrag.nodes p WHERE p.id = n.parent_id)
+                     ELSE (SELECT max(s.subtree_end) + 1 FROM hrag.nodes s
+                            WHERE s.parent_id = n.parent_id AND s.position = n.position - 1)
+                 END AS seq,
+                 coalesce((SELECT max(c.subtree_end) FROM hrag.nodes c WHERE c.parent_id = n.id), n.seq)
+                     AS subtree_end
+      ) AS expected
+     WHERE n.seq IS DISTINCT FROM expected.seq OR n.subtree_end IS DISTINCT FROM expected.subtree_end
+    UNION ALL
+    -- every leaf below the root is a search target
+    SELECT 'leaf_without_embedding', n.document_id, n.id,
+           format('%s leaf at depth %s has no embedding: re-ingest its document with --force', n.kind, n.depth)
+      FROM hrag.nodes n
+     WHERE n.embedding IS NULL
+       AND n.depth > 0
+       AND NOT EXISTS (SELECT 1 FROM hrag.nodes c WHERE c.parent_id = n.id)
+$$;
+
+-- COMMENT: FUNCTION check_integrity()
+COMMENT ON FUNCTION hrag.check_integrity() IS 'One row per problem: vector index, roots, child counts, pre-order ranges, depths, leaves without embedding';
+
+-- FUNCTION: create_tenant_role(name, text[], boolean)
+CREATE FUNCTION hrag.create_tenant_role(role_name name, collections text[], can_write boolean DEFAULT false) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF collections IS NULL OR cardinality(collections) = 0 THEN
+        RAISE EXCEPTION 'hrag: a tenant role needs at least one collection'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = role_name) THEN
+        EXECUTE format('CREATE ROLE %I NOLOGIN', role_name);
+    END IF;
+    INSERT INTO hrag.tenant_collections (role_name, collection)
+    SELECT create_tenant_role.role_name, c FROM unnest(collections) AS c
+    ON CONFLICT DO NOTHING;
+    PERFORM hrag.grant_reader(role_name);
+    IF can_write THEN
+        EXECUTE format('GRANT INSERT, UPDATE, DELETE ON hrag.documents, hrag.nodes, hrag.document_terms TO %I',
+                       role_name);
+    END IF;
+END
+$$;
+
+-- COMMENT: FUNCTION create_tenant_role(role_name name, collections text[], can_write boolean)
+COMMENT ON FUNCTION hrag.create_tenant_role(role_name name, collections text[], can_write boolean) IS 'Create or update a role that sees only the given collections (row-level security); can_write lets it ingest';
+
+-- FUNCTION: grant_reader(name)
+CREATE FUNCTION hrag.grant_reader(role_name name) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    EXECUTE format('GRANT USAGE ON SCHEMA hrag TO %I', role_name);
+    EXECUTE format('GRANT SELECT ON hrag.documents, hrag.nodes, hrag.document_terms, hrag.config TO %I', role_name);
+    -- The Python API checks the schema revision before its first call.
+    IF to_regclass('hrag.alembic_version') IS NOT NULL THEN
+        EXECUTE format('GRANT SELECT ON hrag.alembic_version TO %I', role_name);
+    END IF;
+    EXECUTE format('GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA hrag TO %I', role_name);
+    EXECUTE format('REVOKE EXECUTE ON FUNCTION hrag.repair_integrity(), hrag.grant_reader(name), '
+                   'hrag.create_tenant_role(name, text[], boolean) FROM %I', role_name);
+END
+$$;
+
+-- COMMENT: FUNCTION grant_reader(role_name name)
+COMMENT ON FUNCTION hrag.grant_reader(role_name name) IS 'Let a role retrieve (read tables, call functions) but not write';
+
+-- FUNCTION: lexical_terms(text)
+CREATE FUNCTION hrag.lexical_terms(input text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT coalesce(array_agg(DISTINCT term), '{}')
+      FROM (
+            -- English (and other space-separated) words, stemmed, no stop words
+            SELECT lexeme AS term
+              FROM unnest(tsvector_to_array(to_tsvector('english', coalesce(input, '')))) AS lexeme
+             WHERE lexeme !~ '[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]'
+            UNION ALL
+            -- character bigrams of CJK runs (a lone character stands for itself)
+            SELECT substr(run.text, i, 2)
+              FROM regexp_matches(coalesce(input, ''),
+                                  '[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+',
+                                  'g') AS m(parts),
+                   LATERAL (SELECT m.parts[1] AS text) AS run,
+                   generate_series(1, greatest(length(run.text) - 1, 1)) AS i
+           ) AS terms
+     WHERE term <> ''
+       AND term !~ '[\u3040-\u309f]'
+$$;
+
+-- COMMENT: FUNCTION lexical_terms(input text)
+COMMENT ON FUNCTION hrag.lexical_terms(input text) IS 'The distinct search terms of a text: English stems without stop words, CJK character bigrams';
+
+-- FUNCTION: node_lexical_terms(text[], text, jsonb)
+CREATE FUNCTION hrag.node_lexical_terms(heading_path text[], content text, metadata jsonb) RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT hrag.lexical_terms(array_to_string(heading_path, ' ') || ' '
+                              || coalesce(metadata->>'question', content))
+$$;
+
+-- COMMENT: FUNCTION node_lexical_terms(heading_path text[], content text, metadata jsonb)
+COMMENT ON FUNCTION hrag.node_lexical_terms(heading_path text[], content text, metadata jsonb) IS 'The search terms stored for a node (heading path and text; the question of a QA node)';
+
+-- FUNCTION: node_text(uuid)
+CREATE FUNCTION hrag.node_text(node_id uuid) RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT hrag._subtree_text(n.document_id, n.seq, n.subtree_end)
+      FROM hrag.nodes n
+     WHERE n.id = node_text.node_id
+$$;
+
+-- COMMENT: FUNCTION node_text(node_id uuid)
+COMMENT ON FUNCTION hrag.node_text(node_id uuid) IS 'Full text of any node: its own text and its descendants'', in document order (NULL for an unknown id)';
+
+-- FUNCTION: parent_child(public.vector, integer, integer, text, jsonb, real)
+CREATE FUNCTION hrag.parent_child(query public.vector, top_k_children integer DEFAULT 20, max_parents integer DEFAULT 4, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb, min_score real DEFAULT NULL::real) RETURNS TABLE(node_id uuid, document_id uuid, title text, heading_path text[], content text, score real, matched_children uuid[], rank integer, token_count integer)
+    LANGUAGE plpgsql STABLE
+    AS $$
+#variable_conflict use_column
+DECLARE
+    ids    uuid[];
+    sims   real[];
+BEGIN
+    PERFORM hrag._check_query(query, filter);
+    PERFORM hrag._check_count(top_k_children, 'top_k_children');
+    PERFORM hrag._check_count(max_parents, 'max_parents');
+    SELECT coalesce(array_agg(s.node_id ORDER BY s.score DESC, s.node_id), '{}'),
+           coalesce(array_agg(s.score ORDER BY s.score DESC, s.node_id), '{}')
+      INTO ids, sims
+      FROM hrag.search_leaves(query, least(greatest(top_k_children, 10 * max_parents), 1000), collection, filter) AS s
+      JOIN hrag.nodes n ON n.id = s.node_id
+     WHERE n.parent_id IS NOT NULL
+       AND (min_score IS NULL OR s.score >= min_score);
+    RETURN QUERY SELECT * FROM hrag.parent_child_hits(ids, sims, max_parents, top_k_children);
+END
+$$;
+
+-- COMMENT: FUNCTION parent_child(query public.vector, top_k_children integer, max_parents integer, collection text, filter jsonb, min_score real)
+COMMENT ON FUNCTION hrag.parent_child(query public.vector, top_k_children integer, max_parents integer, collection text, filter jsonb, min_score real) IS 'Small-to-big: match the top children, return their distinct, non-overlapping parents'' full text';
+
+-- FUNCTION: parent_child_hits(uuid[], real[], integer, integer)
+CREATE FUNCTION hrag.parent_child_hits(node_ids uuid[], scores real[], max_parents integer DEFAULT 4, top_k_children integer DEFAULT NULL::integer) RETURNS TABLE(node_id uuid, document_id uuid, title text, heading_path text[], content text, score real, matched_children uuid[], rank integer, token_count integer)
+    LANGUAGE plpgsql STABLE
+    AS $$
+#variable_conflict use_column
+DECLARE
+    parent    record;
+    kept_ids  uuid[] := '{}';
+    kept_doc  uuid[] := '{}';
+    kept_seq  integer[] := '{}';
+    kept_end  integer[] := '{}';
+    clashes  boolean;
+BEGIN
+    PERFORM hrag._check_hits(node_ids, scores);
+    PERFORM hrag._check_count(max_parents, 'max_parents');
+    IF top_k_children IS NOT NULL THEN
+        PERFORM hrag._check_count(top_k_children, 'top_k_children');
+    END IF;
+
+    FOR parent IN
+        WITH hit AS (
+            SELECT h.id, h.score, h.ord,
+                   CASE WHEN p.kind = 'group' THEN p.parent_id ELSE p.id END AS parent_id
+              FROM unnest(node_ids, scores) WITH ORDINALITY AS h(id, score, ord)
+              JOIN hrag.nodes n ON n.id = h.id
+              JOIN hrag.nodes p ON p.id = n.parent_id
+        )
+        SELECT h.parent_id, min(h.ord) AS first_seen, n.document_id, n.seq, n.subtree_end
+          FROM hit h
+          JOIN hrag.nodes n ON n.id = h.parent_id
+         GROUP BY h.parent_id, n.document_id, n.seq, n.subtree_end
+         ORDER BY first_seen
+    LOOP
+        clashes := false;
+        FOR i IN 1 .. cardinality(kept_ids) LOOP
+            IF kept_doc[i] = parent.document_id
+               AND (parent.seq BETWEEN kept_seq[i] AND kept_end[i] OR kept_seq[i] BETWEEN parent.seq AND parent.subtree_end) THEN
+                clashes := true;
+                EXIT;
+            END IF;
+        END LOOP;
+        CONTINUE WHEN clashes;
+        kept_ids := kept_ids || parent.parent_id;
+        kept_doc := kept_doc || parent.document_id;
+        kept_seq := kept_seq || parent.seq;
+        kept_end := kept_end || parent.subtree_end;
+        EXIT WHEN cardinality(kept_ids) >= max_parents;
+    END LOOP;
+
+    RETURN QUERY
+    WITH hit AS (
+        SELECT h.id, h.score, h.ord,
+               CASE WHEN p.kind = 'group' THEN p.parent_id ELSE p.id END AS parent_id
+          FROM unnest(node_ids, scores) WITH ORDINALITY AS h(id, score, ord)
+          JOIN hrag.nodes n ON n.id = h.id
+          JOIN hrag.nodes p ON p.id = n.parent_id
+    ),
+    first_hit AS (
+        SELECT hit.*, min(hit.ord) OVER (PARTITION BY hit.parent_id) AS first_seen
+          FROM hit
+         WHERE hit.parent_id = ANY (kept_ids)
+    ),
+    picked AS (
+        SELECT f.parent_id,
+               min(f.first_seen) AS first_seen,
+               max(f.score) FILTER (WHERE f.ord <= coalesce(top_k_children, f.ord) OR f.ord = f.first_seen) AS best,
+               array_agg(f.id ORDER BY f.ord)
+                   FILTER (WHERE f.ord <= coalesce(top_k_children, f.ord) OR f.ord = f.first_seen) AS matched
+          FROM first_hit f
+         GROUP BY f.parent_id
+    )
+    SELECT p.id, p.document_id, p.title, p.heading_path,
+           hrag._subtree_text(p.document_id, p.seq, p.subtree_end),
+           picked.best, picked.matched,
+           (row_number() OVER (ORDER BY picked.first_seen))::integer,
+           p.subtree_tokens
+      FROM picked
+      JOIN hrag.nodes p ON p.id = picked.parent_id
+     ORDER BY picked.first_seen;
+END
+$$;
+
+-- COMMENT: FUNCTION parent_child_hits(node_ids uuid[], scores real[], max_parents integer, top_k_children integer)
+COMMENT ON FUNCTION hrag.parent_child_hits(node_ids uuid[], scores real[], max_parents integer, top_k_children integer) IS 'Small-to-big for hits from elsewhere (array order is rank order); never two overlapping parents';
+
+-- FUNCTION: refresh_document_terms(uuid)
+CREATE FUNCTION hrag.refresh_document_terms(document_id uuid) RETURNS void
+    LANGUAGE sql
+    AS $$
+    DELETE FROM hrag.document_terms t WHERE t.document_id = refresh_document_terms.document_id;
+    INSERT INTO hrag.document_terms (document_id, collection, term, leaves)
+    SELECT n.document_id, n.collection, term.value, count(*)
+      FROM hrag.nodes n
+     CROSS JOIN LATERAL unnest(n.lexical_terms) AS term(value)
+     WHERE n.document_id = refresh_document_terms.document_id
+       AND n.lexical_terms IS NOT NULL
+     GROUP BY n.document_id, n.collection, term.value;
+    UPDATE hrag.documents d
+       SET search_targets = (SELECT count(*) FROM hrag.nodes n
+                              WHERE n.document_id = d.id AND n.embedding IS NOT NULL),
+           total_tokens = (SELECT coalesce(sum(n.subtree_tokens), 0) FROM hrag.nodes n
+                            WHERE n.document_id = d.id AND n.parent_id IS NULL)
+     WHERE d.id = refresh_document_terms.document_id;
+$$;
+
+-- COMMENT: FUNCTION refresh_document_terms(document_id uuid)
+COMMENT ON FUNCTION hrag.refresh_document_terms(document_id uuid) IS 'Rewrite one document''s lexical statistics from its rows (ingestion calls it in the document''s transaction)';
+
+-- FUNCTION: repair_integrity()
+CREATE FUNCTION hrag.repair_integrity() RETURNS TABLE(problem text, fixed bigint)
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    n_counts bigint;
+    n_order  bigint;
+    n_depth  bigint;
+    n_index  bigint := 0;
+BEGIN
+    IF hrag._vector_index_state() <> 'valid' THEN
+        DROP INDEX IF EXISTS hrag.nodes_embedding_hnsw_idx;
+        -- an invalid index under another name: drop every non-valid HNSW index on nodes
+        PERFORM hrag._drop_invalid_vector_indexes();
+        PERFORM hrag._create_vector_index();
+        n_index := 1;
+    END IF;
+
+    UPDATE hrag.nodes n
+       SET child_count = coalesce(c.actual, 0)
+      FROM hrag.nodes m
+      LEFT JOIN (SELECT parent_id, count(*) AS actual FROM hrag.nodes GROUP BY parent_id) c
+             ON c.parent_id = m.id
+     WHERE n.id = m.id AND n.child_count <> coalesce(c.actual, 0);
+    GET DIAGNOSTICS n_counts = ROW_COUNT;
+
+    -- Renumber documents whose ranges or depths disagree: walk each tree in
+    -- sibling order (position, then id for ties), number in pre-order, count
+    -- descendants for subtree_end and ancestors for depth.
+    CREATE TEMP TABLE hrag_renumber ON COMMIT DROP AS
+    WITH RECURSIVE bad AS (
+        SELECT DISTINCT c.document_id FROM hrag.check_integrity() c
+         WHERE c.problem IN ('broken_ordering', 'wrong_depth')
+    ),
+    walk AS (
+        SELECT n.id, n.document_id, ARRAY[n.id] AS ancestors,
+               ARRAY[lpad(n.position::text, 10, '0') || n.id::text] AS sort_path
+          FROM hrag.nodes n JOIN bad USING (document_id)
+         WHERE n.parent_id IS NULL
+        UNION ALL
+        SELECT c.id, c.document_id, w.ancestors || c.id,
+               w.sort_path || (lpad(c.position::text, 10, '0') || c.id::text)
+          FROM walk w JOIN hrag.nodes c ON c.parent_id = w.id
+    ),
+    numbered AS (
+        SELECT w.*, (row_number() OVER (PARTITION BY w.document_id ORDER BY w.sort_path) - 1)::int AS new_seq
+          FROM walk w
+    )
+    SELECT x.id, x.document_id, x.new_seq, cardinality(x.ancestors) - 1 AS new_depth,
+           x.new_seq + (SELECT count(*) FROM numbered y WHERE x.id = ANY (y.ancestors) AND y.id <> x.id)::int
+               AS new_end
+      FROM numbered x;
+
+    -- Depths first, in one statement: the parent FK (NO ACTION) is checked
+    -- when it ends, and later updates re-check the FK of the rows they touch.
+    UPDATE hrag.nodes n
+       SET depth = r.new_depth
+      FROM hrag_renumber r
+     WHERE n.id = r.id AND n.depth <> r.new_depth;
+    GET DIAGNOSTICS n_depth = ROW_COUNT;
+
+    -- Two steps so the (document_id, seq) unique constraint holds throughout.
+    UPDATE hrag.nodes n
+       SET seq = n.seq + 1000000000, subtree_end = n.seq + 1000000000
+      FROM hrag_renumber r
+     WHERE n.id = r.id;
+    UPDATE hrag.nodes n
+       SET seq = r.new_seq, subtree_end = r.new_end
+      FROM hrag_renumber r
+     WHERE n.id = r.id;
+    SELECT count(DISTINCT r.document_id) INTO n_order FROM hrag_renumber r;
+
+    RETURN QUERY VALUES ('vector_index', n_index), ('wrong_child_count', n_counts),
+                        ('broken_ordering', n_order), ('wrong_depth', n_depth);
+END
+$$;
+
+-- COMMENT: FUNCTION repair_integrity()
+COMMENT ON FUNCTION hrag.repair_integrity() IS 'Recompute child counts, ranges and depths and rebuild a missing vector index; returns what was fixed';
+
+-- FUNCTION: retrieve(public.vector, text, integer, text, jsonb, integer, real)
+CREATE FUNCTION hrag.retrieve(query public.vector, query_text text DEFAULT NULL::text, max_tokens integer DEFAULT 2000, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb, top_k integer DEFAULT 30, lexical_weight real DEFAULT 0.3) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer, reason text)
+    LANGUAGE sql STABLE
+    AS $$
+    WITH hits AS (
+        SELECT s.node_id, s.score
+          FROM hrag.search_hybrid(query, query_text, top_k, collection, filter, lexical_weight) AS s
+    )
+    SELECT r.*
+      FROM hrag.retrieve_hits(ARRAY(SELECT h.node_id FROM hits h ORDER BY h.score DESC, h.node_id),
+                              ARRAY(SELECT h.score FROM hits h ORDER BY h.score DESC, h.node_id),
+                              max_tokens) AS r
+     ORDER BY r.rank
+$$;
+
+-- COMMENT: FUNCTION retrieve(query public.vector, query_text text, max_tokens integer, collection text, filter jsonb, top_k integer, lexical_weight real)
+COMMENT ON FUNCTION hrag.retrieve(query public.vector, query_text text, max_tokens integer, collection text, filter jsonb, top_k integer, lexical_weight real) IS 'Budget-aware retrieval: candidates (vector + lexical) -> the best non-overlapping context within max_tokens';
+
+-- FUNCTION: retrieve_hits(uuid[], real[], integer)
+CREATE FUNCTION hrag.retrieve_hits(node_ids uuid[], scores real[], max_tokens integer DEFAULT 2000) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer, reason text)
+    LANGUAGE plpgsql STABLE
+    AS $$
+#variable_conflict use_column
+DECLARE
+    sharpness     double precision := hrag._setting('hrag.auto_sharpness', 0.1);
+    size_exponent double precision := hrag._setting('hrag.auto_size_exponent', 0.5);
+    min_lift      double precision := hrag._setting('hrag.auto_min_lift', 2.0);
+    floor_share   double precision := hrag._setting('hrag.auto_floor', 0);
+    scope_tokens  double precision;
+    c             record;
+    sel_ids       uuid[] := '{}';
+    sel_doc       uuid[] := '{}';
+    sel_seq       integer[] := '{}';
+    sel_end       integer[] := '{}';
+    sel_tok       integer[] := '{}';
+    sel_why       text[] := '{}';
+    alive         boolean[] := '{}';
+    inside        boolean;
+    below_tokens  integer;
+    below_any     boolean;
+    used          integer := 0;
+    first_priority double precision;
+    over_budget   boolean := false;
+BEGIN
+    PERFORM hrag._check_hits(node_ids, scores);
+    IF max_tokens IS NULL OR max_tokens < 1 OR max_tokens > 100000 THEN
+        RAISE EXCEPTION 'hrag: argument "max_tokens" must be between 1 and 100000, got %',
+            coalesce(max_tokens::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    -- The size of what was searched: the stored tokens of the hits' collections.
+    SELECT greatest(coalesce(sum(d.total_tokens), 0), 1) INTO scope_tokens
+      FROM hrag.documents d
+     WHERE d.collection IN (SELECT n.collection FROM hrag.nodes n WHERE n.id = ANY (node_ids));
+
+    FOR c IN
+        WITH RECURSIVE
+        hit AS (
+            SELECT h.id, max(h.score) AS score FROM unnest(node_ids, scores) AS h(id, score) GROUP BY h.id
+        ),
+        weighted AS (
+            SELECT hit.id, hit.score,
+                   exp(greatest((hit.score - max(hit.score) OVER ())::double precision / sharpness, -50)) AS weight
+              FROM hit
+        ),
+        chain AS (
+            SELECT w.id AS hit, w.score, w.weight, n.id AS node, n.parent_id
+              FROM weighted w
+              JOIN hrag.nodes n ON n.id = w.id
+            UNION ALL
+            SELECT c.hit, c.score, c.weight, p.id, p.parent_id
+              FROM chain c
+              JOIN hrag.nodes p ON p.id = c.parent_id
+        ),
+        cand AS (
+            SELECT c.node, sum(c.weight) AS evidence, max(c.score) AS best, count(*) AS hits
+              FROM chain c
+             GROUP BY c.node
+        )
+        SELECT cand.node, cand.evidence, cand.best, cand.hits, n.document_id, n.seq, n.subtree_end,
+               n.subtree_tokens, n.child_count, n.depth,
+               cand.evidence / power(greatest(n.subtree_tokens, 1), size_exponent) AS priority,
+               -- share of the evidence over share of the searched text: 1 = no better than chance
+               (cand.evidence / (SELECT sum(w.weight) FROM weighted w))
+                   / (greatest(n.subtree_tokens, 1) / scope_tokens) AS lift
+          FROM cand
+          JOIN hrag.nodes n ON n.id = cand.node
+         ORDER BY priority DESC, cand.best DESC, n.depth DESC, n.id
+    LOOP
+        EXIT WHEN floor_share > 0 AND first_priority IS NOT NULL AND c.priority < floor_share * first_priority;
+        CONTINUE WHEN c.lift < min_lift;
+        CONTINUE WHEN c.subtree_tokens > max_tokens;
+        inside := false;
+        below_tokens := 0;
+        below_any := false;
+        FOR i IN 1 .. cardinality(sel_ids) LOOP
+            CONTINUE WHEN NOT alive[i] OR sel_doc[i] <> c.document_id;
+            IF c.seq BETWEEN sel_seq[i] AND sel_end[i] THEN
+                inside := true;
+                EXIT;
+            END IF;
+            IF sel_seq[i] BETWEEN c.seq AND c.subtree_end THEN
+                below_tokens := below_tokens + sel_tok[i];
+                below_any := true;
+            END IF;
+        END LOOP;
+        CONTINUE WHEN inside;
+        CONTINUE WHEN used - below_tokens + c.subtree_tokens > max_tokens;
+        IF below_any THEN
+            -- the node replaces the taken nodes inside it
+            FOR i IN 1 .. cardinality(sel_ids) LOOP
+                IF alive[i] AND sel_doc[i] = c.document_id AND sel_seq[i] BETWEEN c.seq AND c.subtree_end THEN
+                    alive[i] := false;
+                END IF;
+            END LOOP;
+        END IF;
+        used := used - below_tokens + c.subtree_tokens;
+        first_priority := coalesce(first_priority, c.priority);
+        sel_ids := sel_ids || c.node;
+        sel_doc := sel_doc || c.document_id;
+        sel_seq := sel_seq || c.seq;
+        sel_end := sel_end || c.subtree_end;
+        sel_tok := sel_tok || c.subtree_tokens;
+        alive := alive || true;
+        sel_why := sel_why || CASE WHEN c.hits = 1 AND c.child_count = 0 THEN 'hit' ELSE 'merged' END;
+    END LOOP;
+
+    sel_why := ARRAY(SELECT w FROM unnest(sel_why, alive) WITH ORDINALITY AS x(w, a, i) WHERE a ORDER BY i);
+    sel_ids := ARRAY(SELECT v FROM unnest(sel_ids, alive) WITH ORDINALITY AS x(v, a, i) WHERE a ORDER BY i);
+
+    IF cardinality(sel_ids) = 0 THEN
+        -- No candidate was worth taking (or fitted): the best hit that fits, so a
+        -- hit never yields nothing; if none fits, the best hit alone, flagged.
+        SELECT ARRAY[n.id], ARRAY[CASE WHEN n.subtree_tokens <= max_tokens THEN 'hit'
+                                       ELSE 'over budget: the best hit alone is larger than max_tokens' END],
+               n.subtree_tokens > max_tokens
+          INTO sel_ids, sel_why, over_budget
+          FROM unnest(node_ids, scores) AS h(id, score)
+          JOIN hrag.nodes n ON n.id = h.id
+         ORDER BY n.subtree_tokens > max_tokens, h.score DESC, n.id
+         LIMIT 1;
+    END IF;
+
+    RETURN QUERY
+    WITH hit AS (
+        SELECT n.id, n.document_id, n.seq, max(h.score) AS score
+          FROM unnest(node_ids, scores) AS h(id, score)
+          JOIN hrag.nodes n ON n.id = h.id
+         GROUP BY n.id, n.document_id, n.seq
+    ),
+    picked AS (
+        SELECT n.id, n.document_id, n.seq, n.subtree_end, x.why
+          FROM unnest(sel_ids, sel_why) AS x(id, why)
+          JOIN hrag.nodes n ON n.id = x.id
+    ),
+    -- the hits inside each picked node, and how many of its children lead to one
+    absorbed AS (
+        SELECT p.id,
+               max(hit.score) AS best,
+               coalesce(array_agg(hit.id ORDER BY hit.score DESC, hit.id) FILTER (WHERE hit.id <> p.id), '{}')
+                   AS merged_from,
+               count(*) AS hits_inside,
+               count(DISTINCT child.id) AS children_hit
+          FROM picked p
+          JOIN hit ON hit.document_id = p.document_id AND hit.seq BETWEEN p.seq AND p.subtree_end
+          LEFT JOIN LATERAL (SELECT a.id FROM hrag.nodes a
+                              WHERE a.parent_id = p.id AND a.document_id = p.document_id
+                                AND hit.seq BETWEEN a.seq AND a.subtree_end) AS child ON true
+         GROUP BY p.id
+    )
+    SELECT n.id, n.document_id, n.depth, n.title, n.heading_path,
+           hrag._subtree_text(n.document_id, n.seq, n.subtree_end),
+           a.best::real, a.merged_from,
+           CASE WHEN n.child_count > 0 THEN (a.children_hit::real / n.child_count)::real END,
+           (row_number() OVER (ORDER BY a.best DESC, n.depth, n.id))::integer,
+           n.subtree_tokens,
+           CASE WHEN over_budget THEN p.why
+                WHEN p.why = 'hit' THEN 'direct hit'
+                ELSE format('%s of %s children hit, %s hits inside', a.children_hit, n.child_count, a.hits_inside)
+           END
+      FROM picked p
+      JOIN absorbed a ON a.id = p.id
+      JOIN hrag.nodes n ON n.id = p.id
+     ORDER BY a.best DESC, n.depth, n.id;
+END
+$$;
+
+-- COMMENT: FUNCTION retrieve_hits(node_ids uuid[], scores real[], max_tokens integer)
+COMMENT ON FUNCTION hrag.retrieve_hits(node_ids uuid[], scores real[], max_tokens integer) IS 'The best non-overlapping context within max_tokens for hits from anywhere, with why each node was chosen';
+
+-- FUNCTION: search_hybrid(public.vector, text, integer, text, jsonb, real, integer, real)
+CREATE FUNCTION hrag.search_hybrid(query public.vector, query_text text, k integer DEFAULT 20, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb, lexical_weight real DEFAULT 0.3, candidates integer DEFAULT NULL::integer, min_relative_score real DEFAULT NULL::real) RETURNS TABLE(node_id uuid, parent_id uuid, document_id uuid, score real, vector_score real, lexical_score real)
+    LANGUAGE plpgsql STABLE
+    AS $$
+#variable_conflict use_column
+DECLARE
+    terms      text[];
+    idfs       real[];
+    total      real;
+    rare       text[] := '{}';
+    rare_df    bigint := 0;
+    weight     real;
+    term_row   record;
+BEGIN
+    PERFORM hrag._check_query(query, filter);
+    PERFORM hrag._check_count(k, 'k');
+    IF candidates IS NOT NULL THEN
+        PERFORM hrag._check_count(candidates, 'candidates');
+    END IF;
+    candidates := greatest(coalesce(candidates, 3 * k), k, 30);
+    IF lexical_weight IS NULL OR lexical_weight < 0 OR lexical_weight > 1 OR lexical_weight = 'NaN' THEN
+        RAISE EXCEPTION 'hrag: argument "lexical_weight" must be in [0, 1], got %', coalesce(lexical_weight::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF min_relative_score IS NOT NULL AND (min_relative_score <= 0 OR min_relative_score > 1) THEN
+        RAISE EXCEPTION 'hrag: argument "min_relative_score" must be in (0, 1], got %', min_relative_score
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    terms := '{}';
+    idfs := '{}';
+    IF lexical_weight > 0 THEN
+        FOR term_row IN SELECT * FROM hrag._term_weights(hrag.lexical_terms(query_text), collection) LOOP
+            terms := terms || term_row.term;
+            idfs := idfs || term_row.idf;
+            IF cardinality(rare) = 0 OR rare_df + term_row.df <= 300 THEN
+                rare := rare || term_row.term;
+                rare_df := rare_df + term_row.df;
+            END IF;
+        END LOOP;
+    END IF;
+    total := coalesce((SELECT sum(x) FROM unnest(idfs) AS x), 0);
+    weight := CASE WHEN total > 0 THEN lexical_weight ELSE 0 END;
+
+    RETURN QUERY
+    WITH vector_hit AS (
+        SELECT s.node_id, s.parent_id, s.document_id, s.score AS vector_score
+          FROM hrag.search_leaves(query, candidates, collection, filter) AS s
+    ),
+    lexical_hit AS (
+        SELECT n.id AS node_id, n.parent_id, n.document_id, n.lexical_terms
+          FROM hrag.nodes n
+         WHERE cardinality(rare) > 0
+           AND n.lexical_terms && rare
+           AND n.lexical_terms IS NOT NULL
+           AND n.embedding IS NOT NULL
+           AND (search_hybrid.collection IS NULL OR n.collection = search_hybrid.collection)
+           AND (search_hybrid.filter IS NULL
+                OR n.metadata @> search_hybrid.filter
+                OR EXISTS (SELECT 1 FROM hrag.documents d
+                            WHERE d.id = n.document_id
+                              AND (d.metadata || n.metadata) @> search_hybrid.filter))
+         LIMIT 1000
+    ),
+    lexical_best AS (
+        SELECT l.node_id, l.parent_id, l.document_id,
+               (SELECT sum(w.idf) FROM unnest(terms, idfs) AS w(term, idf) WHERE w.term = ANY (l.lexical_terms))
+                   / total AS lexical_score
+          FROM lexical_hit l
+         ORDER BY 4 DESC, l.node_id
+         LIMIT candidates
+    ),
+    pool AS (
+        SELECT v.node_id, v.parent_id, v.document_id, v.vector_score FROM vector_hit v
+        UNION ALL
+        SELECT b.node_id, b.parent_id, b.document_id, (1 - (n.embedding <=> query))::real
+          FROM lexical_best b
+          JOIN hrag.nodes n ON n.id = b.node_id
+         WHERE NOT EXISTS (SELECT 1 FROM vector_hit v WHERE v.node_id = b.node_id)
+    ),
+    scored AS (
+        SELECT p.node_id, p.parent_id, p.document_id, p.vector_score,
+               CASE WHEN total > 0
+                    THEN coalesce((SELECT sum(w.idf) FROM unnest(terms, idfs) AS w(term, idf)
+                                    WHERE w.term = ANY (n.lexical_terms)), 0) / total
+                    ELSE 0 END::real AS lexical_score
+          FROM pool p
+          JOIN hrag.nodes n ON n.id = p.node_id
+    ),
+    ranked AS (
+        SELECT s.*, ((1 - weight) * s.vector_score + weight * s.lexical_score)::real AS combined
+          FROM scored s
+         ORDER BY combined DESC, s.node_id
+         LIMIT k
+    )
+    SELECT r.node_id, r.parent_id, r.document_id, r.combined, r.vector_score, r.lexical_score
+      FROM ranked r
+     WHERE min_relative_score IS NULL
+        OR r.combined >= min_relative_score * (SELECT max(b.combined) FROM ranked b)
+     ORDER BY r.combined DESC, r.node_id;
+END
+$$;
+
+-- COMMENT: FUNCTION search_hybrid(query public.vector, query_text text, k integer, collection text, filter jsonb, lexical_weight real, candidates integer, min_relative_score real)
+COMMENT ON FUNCTION hrag.search_hybrid(query public.vector, query_text text, k integer, collection text, filter jsonb, lexical_weight real, candidates integer, min_relative_score real) IS 'The candidate stage: ANN candidates plus lexical candidates from the whole collection, fused (cosine and IDF-weighted term coverage)';
+
+-- FUNCTION: search_leaves(public.vector, integer, text, jsonb)
+CREATE FUNCTION hrag.search_leaves(query public.vector, k integer DEFAULT 20, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb) RETURNS TABLE(node_id uuid, parent_id uuid, document_id uuid, score real)
+    LANGUAGE plpgsql STABLE
+    SET "hnsw.iterative_scan" TO 'relaxed_order'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    ids     uuid[];
+    parents uuid[];
+    docs    uuid[];
+    sims    real[];
+BEGIN
+    PERFORM hrag._check_query(query, filter);
+    PERFORM hrag._check_count(k, 'k');
+    IF current_setting('hnsw.ef_search')::integer < k THEN
+        PERFORM set_config('hnsw.ef_search', k::text, true);
+    END IF;
+
+    SELECT array_agg(hit.id ORDER BY hit.distance, hit.id),
+           array_agg(hit.parent_id ORDER BY hit.distance, hit.id),
+           array_agg(hit.document_id ORDER BY hit.distance, hit.id),
+           array_agg((1 - hit.distance)::real ORDER BY hit.distance, hit.id)
+      INTO ids, parents, docs, sims
+      FROM (SELECT n.id, n.parent_id, n.document_id, n.embedding <=> query AS distance
+              FROM hrag.nodes n
+             WHERE n.embedding IS NOT NULL
+               AND (search_leaves.collection IS NULL OR n.collection = search_leaves.collection)
+               AND (search_leaves.filter IS NULL
+                    OR n.metadata @> search_leaves.filter
+                    OR EXISTS (SELECT 1 FROM hrag.documents d
+                                WHERE d.id = n.document_id
+                                  AND (d.metadata || n.metadata) @> search_leaves.filter))
+             ORDER BY n.embedding <=> query
+             LIMIT k) AS hit;
+
+    IF coalesce(cardinality(ids), 0) >= k THEN
+        RETURN QUERY SELECT * FROM unnest(ids, parents, docs, sims);
+        RETURN;
+    END IF;
+
+    -- Fewer than k: either fewer than k nodes match (a small collection, a
+    -- selective filter), or the HNSW graph is temporarily missing live rows —
+    -- pgvector 0.8 loses reachability when a vector is deleted and inserted
+    -- again many times before VACUUM (re-ingesting flip-flopping versions).
+    -- An exact scan settles it (`+ 0` keeps it off the index); the
+    -- collection index keeps it cheap for small collections.
+    RETURN QUERY
+    SELECT hit.id, hit.parent_id, hit.document_id, (1 - hit.distance)::real
+      FROM (SELECT n.id, n.parent_id, n.document_id, (n.embedding <=> query) + 0 AS distance
+              FROM hrag.nodes n
+             WHERE n.embedding IS NOT NULL
+               AND (search_leaves.collection IS NULL OR n.collection = search_leaves.collection)
+               AND (search_leaves.filter IS NULL
+                    OR n.metadata @> search_leaves.filter
+                    OR EXISTS (SELECT 1 FROM hrag.documents d
+                                WHERE d.id = n.document_id
+                                  AND (d.metadata || n.metadata) @> search_leaves.filter))
+             ORDER BY 4, 1
+             LIMIT k) AS hit
+     ORDER BY hit.distance, hit.id;
+END
+$$;
+
+-- COMMENT: FUNCTION search_leaves(query public.vector, k integer, collection text, filter jsonb)
+COMMENT ON FUNCTION hrag.search_leaves(query public.vector, k integer, collection text, filter jsonb) IS 'The ANN step: the k embedded nodes nearest the query (cosine), collection and metadata filters inside the HNSW scan';
+
+-- FUNCTION: visible_collections()
+CREATE FUNCTION hrag.visible_collections() RETURNS text[]
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT array_agg(t.collection) FROM hrag.tenant_collections t
+$$;
+
+-- COMMENT: FUNCTION visible_collections()
+COMMENT ON FUNCTION hrag.visible_collections() IS 'The collections the current role is bound to, or NULL if it is not a tenant (sees everything)';
+
+-- TABLE: alembic_version
+CREATE TABLE hrag.alembic_version (
+    version_num character varying(32) NOT NULL
+);
+
+-- TABLE: config
+CREATE TABLE hrag.config (
+    singleton boolean DEFAULT true NOT NULL,
+    embedding_dim integer NOT NULL,
+    created_vector_extension boolean NOT NULL,
+    installed_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT config_embedding_dim_check CHECK (((embedding_dim >= 1) AND (embedding_dim <= 16000))),
+    CONSTRAINT config_singleton_check CHECK (singleton)
+);
+
+-- TABLE: document_terms
+CREATE TABLE hrag.document_terms (
+    document_id uuid NOT NULL,
+    collection text NOT NULL,
+    term text NOT NULL,
+    leaves integer NOT NULL,
+    CONSTRAINT document_terms_leaves_check CHECK ((leaves > 0))
+);
+
+-- COMMENT: TABLE document_terms
+COMMENT ON TABLE hrag.document_terms IS 'Per document and lexical term, how many search targets contain it: the collection IDF statistics';
+
+-- TABLE: documents
+CREATE TABLE hrag.documents (
+    id uuid NOT NULL,
+    collection text DEFAULT 'default'::text NOT NULL,
+    source text NOT NULL,
+    title text,
+    content_hash text NOT NULL,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    search_targets integer DEFAULT 0 NOT NULL,
+    total_tokens integer DEFAULT 0 NOT NULL,
+    CONSTRAINT documents_collection_check CHECK (((collection <> ''::text) AND (length(collection) <= 256))),
+    CONSTRAINT documents_metadata_check CHECK ((jsonb_typeof(metadata) = 'object'::text)),
+    CONSTRAINT documents_search_targets_check CHECK ((search_targets >= 0)),
+    CONSTRAINT documents_source_check CHECK ((source <> ''::text)),
+    CONSTRAINT documents_total_tokens_check CHECK ((total_tokens >= 0))
+);
+
+-- COMMENT: COLUMN documents.search_targets
+COMMENT ON COLUMN hrag.documents.search_targets IS 'Number of embedded nodes of the document (the N of the lexical IDF), kept by hrag.refresh_document_terms';
+
+-- COMMENT: COLUMN documents.total_tokens
+COMMENT ON COLUMN hrag.documents.total_tokens IS 'The document''s stored tokens (its root''s subtree_tokens): a collection''s size for hrag.retrieve_hits';
+
+-- TABLE: nodes
+CREATE TABLE hrag.nodes (
+    id uuid NOT NULL,
+    document_id uuid NOT NULL,
+    collection text NOT NULL,
+    parent_id uuid,
+    depth integer NOT NULL,
+    parent_depth integer GENERATED ALWAYS AS ((depth - 1)) STORED,
+    "position" integer NOT NULL,
+    kind text NOT NULL,
+    title text,
+    heading_path text[] DEFAULT '{}'::text[] NOT NULL,
+    content text DEFAULT ''::text NOT NULL,
+    token_count integer DEFAULT 0 NOT NULL,
+    child_count integer DEFAULT 0 NOT NULL,
+    seq integer NOT NULL,
+    subtree_end integer NOT NULL,
+    content_hash text NOT NULL,
+    embedding public.vector(384),
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    lexical_terms text[] GENERATED ALWAYS AS (
+CASE
+    WHEN (embedding IS NOT NULL) THEN hrag.node_lexical_terms(heading_path, content, metadata)
+    ELSE NULL::text[]
+END) STORED,
+    separator text DEFAULT '
+
+'::text NOT NULL,
+    subtree_tokens integer DEFAULT 0 NOT NULL,
+    CONSTRAINT nodes_child_count_check CHECK ((child_count >= 0)),
+    CONSTRAINT nodes_depth_check CHECK ((depth >= 0)),
+    CONSTRAINT nodes_kind_check CHECK ((kind ~ '^[a-z][a-z0-9_]*$'::text)),
+    CONSTRAINT nodes_metadata_check CHECK ((jsonb_typeof(metadata) = 'object'::text)),
+    CONSTRAINT nodes_position_check CHECK (("position" >= 0)),
+    CONSTRAINT nodes_root_has_depth_zero CHECK (((parent_id IS NULL) = (depth = 0))),
+    CONSTRAINT nodes_seq_check CHECK ((seq >= 0)),
+    CONSTRAINT nodes_subtree_range_valid CHECK ((subtree_end >= seq)),
+    CONSTRAINT nodes_subtree_tokens_check CHECK ((subtree_tokens >= 0)),
+    CONSTRAINT nodes_token_count_check CHECK ((token_count >= 0))
+)
+WITH (autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_threshold='500');
+
+-- COMMENT: COLUMN nodes.content
+COMMENT ON COLUMN hrag.nodes.content IS 'The node''s own text only; full text = contents of seq..subtree_end joined by their separators (hrag.node_text)';
+
+-- COMMENT: COLUMN nodes.child_count
+COMMENT ON COLUMN hrag.nodes.child_count IS 'Number of direct children: the denominator of the auto-merge hit ratio';
+
+-- COMMENT: COLUMN nodes.separator
+COMMENT ON COLUMN hrag.nodes.separator IS 'Text between the previous non-empty node (in seq order) and this node''s content in the original document';
+
+-- COMMENT: COLUMN nodes.subtree_tokens
+COMMENT ON COLUMN hrag.nodes.subtree_tokens IS 'Sum of token_count over the node''s subtree (nodes with text): the unit of hrag.retrieve''s budget';
+
+-- TABLE: tenant_collections
+CREATE TABLE hrag.tenant_collections (
+    role_name name NOT NULL,
+    collection text NOT NULL
+);
+
+-- COMMENT: TABLE tenant_collections
+COMMENT ON TABLE hrag.tenant_collections IS 'Roles bound to collections: a bound role sees only its collections (row-level security)';
+
+-- CONSTRAINT: alembic_version alembic_version_pkc
+ALTER TABLE ONLY hrag.alembic_version
+    ADD CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num);
+
+-- CONSTRAINT: config config_pkey
+ALTER TABLE ONLY hrag.config
+    ADD CONSTRAINT config_pkey PRIMARY KEY (singleton);
+
+-- CONSTRAINT: document_terms document_terms_pkey
+ALTER TABLE ONLY hrag.document_terms
+    ADD CONSTRAINT document_terms_pkey PRIMARY KEY (document_id, term);
+
+-- CONSTRAINT: documents documents_collection_source_key
+ALTER TABLE ONLY hrag.documents
+    ADD CONSTRAINT documents_collection_source_key UNIQUE (collection, source);
+
+-- CONSTRAINT: documents documents_id_collection_key
+ALTER TABLE ONLY hrag.documents
+    ADD CONSTRAINT documents_id_collection_key UNIQUE (id, collection);
+
+-- CONSTRAINT: documents documents_pkey
+ALTER TABLE ONLY hrag.documents
+    ADD CONSTRAINT documents_pkey PRIMARY KEY (id);
+
+-- CONSTRAINT: nodes nodes_id_document_depth_key
+ALTER TABLE ONLY hrag.nodes
+    ADD CONSTRAINT nodes_id_document_depth_key UNIQUE (id, document_id, depth);
+
+-- CONSTRAINT: nodes nodes_pkey
+ALTER TABLE ONLY hrag.nodes
+    ADD CONSTRAINT nodes_pkey PRIMARY KEY (id);
+
+-- CONSTRAINT: nodes nodes_unique_seq
+ALTER TABLE ONLY hrag.nodes
+    ADD CONSTRAINT nodes_unique_seq UNIQUE (document_id, seq);
+
+-- CONSTRAINT: tenant_collections tenant_collections_pkey
+ALTER TABLE ONLY hrag.tenant_collections
+    ADD CONSTRAINT tenant_collections_pkey PRIMARY KEY (role_name, collection);
+
+-- INDEX: document_terms_term_idx
+CREATE INDEX document_terms_term_idx ON hrag.document_terms USING btree (term, collection) INCLUDE (leaves);
+
+-- INDEX: documents_metadata_idx
+CREATE INDEX documents_metadata_idx ON hrag.documents USING gin (metadata jsonb_path_ops);
+
+-- INDEX: nodes_collection_idx
+CREATE INDEX nodes_collection_idx ON hrag.nodes USING btree (collection) WHERE (embedding IS NOT NULL);
+
+-- INDEX: nodes_embedding_hnsw_idx
+CREATE INDEX nodes_embedding_hnsw_idx ON hrag.nodes USING hnsw (embedding public.vector_cosine_ops) WITH (m='16', ef_construction='64');
+
+-- INDEX: nodes_lexical_terms_idx
+CREATE INDEX nodes_lexical_terms_idx ON hrag.nodes USING gin (lexical_terms) WHERE (lexical_terms IS NOT NULL);
+
+-- INDEX: nodes_metadata_idx
+CREATE INDEX nodes_metadata_idx ON hrag.nodes USING gin (metadata jsonb_path_ops);
+
+-- INDEX: nodes_parent_idx
+CREATE INDEX nodes_parent_idx ON hrag.nodes USING btree (parent_id, "position");
+
+-- FK CONSTRAINT: document_terms document_terms_document_id_collection_fkey
+ALTER TABLE ONLY hrag.document_terms
+    ADD CONSTRAINT document_terms_document_id_collection_fkey FOREIGN KEY (document_id, collection) REFERENCES hrag.documents(id, collection) ON UPDATE CASCADE ON DELETE CASCADE;
+
+-- FK CONSTRAINT: nodes nodes_document_fk
+ALTER TABLE ONLY hrag.nodes
+    ADD CONSTRAINT nodes_document_fk FOREIGN KEY (document_id, collection) REFERENCES hrag.documents(id, collection) ON UPDATE CASCADE ON DELETE CASCADE;
+
+-- FK CONSTRAINT: nodes nodes_parent_fk
+ALTER TABLE ONLY hrag.nodes
+    ADD CONSTRAINT nodes_parent_fk FOREIGN KEY (parent_id, document_id, parent_depth) REFERENCES hrag.nodes(id, document_id, depth) ON DELETE CASCADE;
+
+-- ROW SECURITY: document_terms
+ALTER TABLE hrag.document_terms ENABLE ROW LEVEL SECURITY;
+
+-- POLICY: document_terms document_terms_by_collection
+CREATE POLICY document_terms_by_collection ON hrag.document_terms USING (((( SELECT hrag.visible_collections() AS visible_collections) IS NULL) OR (collection = ANY (( SELECT hrag.visible_collections() AS visible_collections)::text[])))) WITH CHECK (((( SELECT hrag.visible_collections() AS visible_collections) IS NULL) OR (collection = ANY (( SELECT hrag.visible_collections() AS visible_collections)::text[]))));
+
+-- ROW SECURITY: documents
+ALTER TABLE hrag.documents ENABLE ROW LEVEL SECURITY;
+
+-- POLICY: documents documents_by_collection
+CREATE POLICY documents_by_collection ON hrag.documents USING (((( SELECT hrag.visible_collections() AS visible_collections) IS NULL) OR (collection = ANY (( SELECT hrag.visible_collections() AS visible_collections)::text[])))) WITH CHECK (((( SELECT hrag.visible_collections() AS visible_collections) IS NULL) OR (collection = ANY (( SELECT hrag.visible_collections() AS visible_collections)::text[]))));
+
+-- ROW SECURITY: nodes
+ALTER TABLE hrag.nodes ENABLE ROW LEVEL SECURITY;
+
+-- POLICY: nodes nodes_by_collection
+CREATE POLICY nodes_by_collection ON hrag.nodes USING (((( SELECT hrag.visible_collections() AS visible_collections) IS NULL) OR (collection = ANY (( SELECT hrag.visible_collections() AS visible_collections)::text[])))) WITH CHECK (((( SELECT hrag.visible_collections() AS visible_collections) IS NULL) OR (collection = ANY (( SELECT hrag.visible_collections() AS visible_collections)::text[]))));
+
+-- ROW SECURITY: tenant_collections
+ALTER TABLE hrag.tenant_collections ENABLE ROW LEVEL SECURITY;
+
+-- POLICY: tenant_collections tenant_collections_own
+CREATE POLICY tenant_collections_own ON hrag.tenant_collections USING ((EXISTS ( SELECT 1
+   FROM pg_roles r
+  WHERE ((r.rolname = tenant_collections.role_name) AND pg_has_role(CURRENT_USER, r.oid, 'MEMBER'::text)))));
+
+-- ACL: FUNCTION _create_vector_index()
+REVOKE ALL ON FUNCTION hrag._create_vector_index() FROM PUBLIC;
+
+-- ACL: FUNCTION _drop_invalid_vector_indexes()
+REVOKE ALL ON FUNCTION hrag._drop_invalid_vector_indexes() FROM PUBLIC;
+
+-- ACL: FUNCTION create_tenant_role(role_name name, collections text[], can_write boolean)
+REVOKE ALL ON FUNCTION hrag.create_tenant_role(role_name name, collections text[], can_write boolean) FROM PUBLIC;
+
+-- ACL: FUNCTION grant_reader(role_name name)
+REVOKE ALL ON FUNCTION hrag.grant_reader(role_name name) FROM PUBLIC;
+
+-- ACL: FUNCTION repair_integrity()
+REVOKE ALL ON FUNCTION hrag.repair_integrity() FROM PUBLIC;
+
+-- ACL: TABLE tenant_collections
+GRANT SELECT ON TABLE hrag.tenant_collections TO PUBLIC;

@@ -1,0 +1,166 @@
+"""hrag.retrieve_hits / hrag.retrieve: the best non-overlapping context within a token budget.
+
+The budget is counted in stored token counts (``nodes.subtree_tokens``, the
+sum of ``token_count`` over a node's subtree); these trees store one token
+per word of each node's own text (tests/sqltree.py), and the properties below
+count the same way.
+"""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pgvector.psycopg import register_vector
+
+from tests.integration.test_sql_merge_property import trees
+from tests.sqltree import Spec, insert_tree, unit
+
+
+@pytest.fixture
+def conn(postgresql: psycopg.Connection) -> psycopg.Connection:
+    register_vector(postgresql)
+    return postgresql
+
+
+def _tokens(spec: Spec) -> dict[str, int]:
+    """Subtree token totals by key, computed independently of the database."""
+    totals: dict[str, int] = {}
+
+    def visit(s: Spec) -> int:
+        total = (s.own_tokens if s.content else 0) + sum(visit(c) for c in s.children)
+        totals[s.key] = total
+        return total
+
+    visit(spec)
+    return totals
+
+
+def _ancestors(spec: Spec) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+
+    def visit(s: Spec, above: set[str]) -> None:
+        found[s.key] = above
+        for c in s.children:
+            visit(c, above | {s.key})
+
+    visit(spec, set())
+    return found
+
+
+@st.composite
+def budget_cases(draw: st.DrawFn) -> tuple[Spec, dict[str, float], int]:
+    root = draw(trees())
+    stack, keys = [root], []
+    while stack:
+        s = stack.pop()
+        s.tokens = draw(st.integers(1, 60))
+        s.content = " ".join(["w"] * s.tokens)
+        keys.append(s.key)
+        stack.extend(s.children)
+    hit_keys = draw(st.lists(st.sampled_from(keys), min_size=1, max_size=15, unique=True))
+    scores = {k: draw(st.floats(0.0, 1.0, width=32)) for k in hit_keys}
+    budget = draw(st.integers(1, 800))
+    return root, scores, budget
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=budget_cases())
+def test_retrieve_hits_never_overlaps_never_exceeds_the_budget_and_never_returns_nothing(
+    conn: psycopg.Connection, case: tuple[Spec, dict[str, float], int]
+) -> None:
+    root, scores, budget = case
+    built = insert_tree(conn, root)
+    key_of = {v: k for k, v in built.ids.items()}
+    tokens, ancestors = _tokens(root), _ancestors(root)
+    rows = conn.execute(
+        "SELECT node_id, token_count, reason FROM hrag.retrieve_hits(%s, %s::real[], %s)",
+        ([built.ids[k] for k in scores], list(scores.values()), budget),
+    ).fetchall()
+    got = [key_of[r[0]] for r in rows]
+
+    assert rows, "a hit exists, so something is returned"
+    assert len(set(got)) == len(got)
+    for key in got:
+        assert not (ancestors[key] & set(got)), f"{key} returned with one of its ancestors"
+    assert [r[1] for r in rows] == [tokens[k] for k in got], "token_count is the subtree's stored tokens"
+    smallest_hit = min(tokens[k] for k in scores)
+    if smallest_hit <= budget:
+        assert sum(tokens[k] for k in got) <= budget
+        assert all(not r[2].startswith("over budget") for r in rows)
+    else:
+        # No hit fits: the best hit alone, and the reason says so.
+        best = max(scores, key=lambda k: (scores[k], ))
+        assert len(rows) == 1 and rows[0][2].startswith("over budget")
+        assert scores[got[0]] == scores[best]
+    # Every returned node holds at least one hit (nothing without evidence).
+    for key in got:
+        assert any(k == key or key in ancestors[k] for k in scores)
+
+
+def _article(n_items: int, axis0: int, tokens: int = 40) -> list[Spec]:
+    return [Spec(f"a{axis0}.{i}", " ".join(["w"] * tokens), {axis0 + i: 1.0}, kind="item", tokens=tokens)
+            for i in range(n_items)]
+
+
+def _policy() -> tuple[Spec, list[str]]:
+    """A chapter of four 3-item articles and a document around it (about 600 tokens)."""
+    articles = [Spec(f"art{j}", f"Article {j}", kind="clause", children=_article(3, 10 * j)) for j in range(4)]
+    return Spec("policy", kind="document", children=[Spec("ch", "Chapter", kind="chapter", children=articles)]), []
+
+
+def test_a_question_hitting_most_of_an_article_gets_the_article_not_the_chapter(conn: psycopg.Connection) -> None:
+    root, _ = _policy()
+    built = insert_tree(conn, root)
+    hits = {"a10.0": 0.70, "a10.1": 0.69, "a10.2": 0.68, "a0.0": 0.40, "a20.1": 0.38}
+    rows = conn.execute("SELECT node_id, merged_from, reason FROM hrag.retrieve_hits(%s, %s::real[], 2000)",
+                        ([built.ids[k] for k in hits], list(hits.values()))).fetchall()
+    key_of = {v: k for k, v in built.ids.items()}
+    assert key_of[rows[0][0]] == "art1", "the article whose three items are all hit comes first, merged"
+    assert {key_of[m] for m in rows[0][1]} == {"a10.0", "a10.1", "a10.2"}
+    assert "ch" not in {key_of[r[0]] for r in rows} and "policy" not in {key_of[r[0]] for r in rows}
+
+
+def test_a_narrow_question_keeps_its_one_strong_hit_small(conn: psycopg.Connection) -> None:
+    root, _ = _policy()
+    built = insert_tree(conn, root)
+    hits = {"a10.0": 0.80, "a0.1": 0.45, "a20.2": 0.44, "a30.0": 0.43}
+    rows = conn.execute("SELECT node_id FROM hrag.retrieve_hits(%s, %s::real[], 2000)",
+                        ([built.ids[k] for k in hits], list(hits.values()))).fetchall()
+    key_of = {v: k for k, v in built.ids.items()}
+    got = [key_of[r[0]] for r in rows]
+    assert got[0] in ("a10.0", "art1"), "the strong hit (or its own article) first"
+    assert "ch" not in got and "policy" not in got, "weak scattered hits do not pull in the chapter"
+
+
+def test_a_result_too_big_for_the_budget_is_replaced_by_its_parts(conn: psycopg.Connection) -> None:
+    root, _ = _policy()
+    built = insert_tree(conn, root)
+    hits = {"a10.0": 0.70, "a10.1": 0.69, "a10.2": 0.68}
+    key_of = {v: k for k, v in built.ids.items()}
+    whole = conn.execute("SELECT node_id, token_count FROM hrag.retrieve_hits(%s, %s::real[], 2000)",
+                         ([built.ids[k] for k in hits], list(hits.values()))).fetchall()
+    assert [key_of[r[0]] for r in whole] == ["art1"] and whole[0][1] == 122  # 2 words + 3 x 40
+    parts = conn.execute("SELECT node_id, token_count FROM hrag.retrieve_hits(%s, %s::real[], 100)",
+                         ([built.ids[k] for k in hits], list(hits.values()))).fetchall()
+    assert {key_of[r[0]] for r in parts} <= {"a10.0", "a10.1", "a10.2"} and len(parts) == 2
+    assert sum(r[1] for r in parts) <= 100
+
+
+@pytest.mark.parametrize("bad", [0, -5, 100001, None])
+def test_max_tokens_outside_1_to_100000_is_refused_by_name(conn: psycopg.Connection, bad: int | None) -> None:
+    root, _ = _policy()
+    built = insert_tree(conn, root)
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match='"max_tokens" must be between 1 and 100000'):
+        conn.execute("SELECT * FROM hrag.retrieve_hits(%s, %s::real[], %s)",
+                     ([built.ids["a0.0"]], [0.5], bad))
+
+
+def test_retrieve_searches_and_selects_in_one_call_with_vector_only_for_empty_text(conn: psycopg.Connection) -> None:
+    root, _ = _policy()
+    built = insert_tree(conn, root)
+    query = unit({10: 1.0, 11: 0.9, 12: 0.9})
+    for text in (None, "", "the and of"):
+        rows = conn.execute("SELECT node_id, merged_from FROM hrag.retrieve(%s, %s, 2000)", (query, text)).fetchall()
+        assert rows and rows[0][0] == built.ids["art1"], f"query text {text!r}: vector-only behaviour"
