@@ -321,7 +321,8 @@ def _two_versions(tmp_path: Path, hrag: HRAG, sql: psycopg.Connection,
     hrag.ingest([path], stop_on_error=True)
     before = snapshot(sql, path)
     path.write_text(handbook(5, 6, edits={(0, 0): "Rule 0 is replaced in version 2."}), encoding="utf-8")
-    new = prepare_file(path, IngestOptions(), model_name=embedder.model_name, counter=embedder.token_counter)
+    new = prepare_file(path, IngestOptions(), source=path.name, model_name=embedder.model_name,
+                       counter=embedder.token_counter)
     assert len(new.nodes) > len(before["nodes"])
     return path, before, new
 
