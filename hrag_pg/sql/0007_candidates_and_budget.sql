@@ -182,6 +182,11 @@ AS $$
      ORDER BY f.df, f.term
 $$;
 
+-- The search functions return tens of rows, not the 1,000 the planner assumes
+-- for a set-returning function: with the default it joins their rows to
+-- hrag.nodes by a sequential scan instead of primary-key lookups.
+ALTER FUNCTION hrag.search_leaves(vector, integer, text, jsonb) ROWS 30;
+
 -- ---------------------------------------------------------------------------
 -- hrag.search_hybrid: the candidate stage every mode reads its hits from.
 --
@@ -568,6 +573,27 @@ AS $$
      ORDER BY m.rank
 $$;
 
+
+-- ---------------------------------------------------------------------------
+-- hrag.sample_hits: how many hits a merge should take in a collection.
+-- The hit ratio means something only while the hits are a small sample of
+-- the collection: twelve hits in a 35-item policy are a third of it, and
+-- merging them climbs to the whole document whatever the question.  So at
+-- most max_share of the collection's search targets (at least 1), and never
+-- more than k.  The Python and CLI auto-merge use it by default (share 0.1);
+-- hrag.auto_merge keeps the seed's plain top_k.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION hrag.sample_hits(k integer, collection text DEFAULT NULL, max_share real DEFAULT 0.1)
+RETURNS integer
+LANGUAGE sql STABLE
+AS $$
+    SELECT CASE WHEN max_share IS NULL THEN k
+                ELSE least(k, greatest(1, ceil(max_share * (
+                         SELECT coalesce(sum(d.search_targets), 0) FROM hrag.documents d
+                          WHERE sample_hits.collection IS NULL OR d.collection = sample_hits.collection)))::integer)
+           END
+$$;
+
 -- A numeric tuning setting (SET hrag.auto_floor = 0.5), or its default.
 CREATE FUNCTION hrag._setting(name text, default_value double precision)
 RETURNS double precision
@@ -807,6 +833,14 @@ AS $$
      ORDER BY r.rank
 $$;
 
+ALTER FUNCTION hrag.search_hybrid(vector, text, integer, text, jsonb, real, integer, real) ROWS 30;
+ALTER FUNCTION hrag.parent_child_hits(uuid[], real[], integer, integer) ROWS 4;
+ALTER FUNCTION hrag.parent_child(vector, integer, integer, text, jsonb, real) ROWS 4;
+ALTER FUNCTION hrag.auto_merge_hits(uuid[], real[], real) ROWS 10;
+ALTER FUNCTION hrag.auto_merge(vector, integer, real, text, jsonb) ROWS 10;
+ALTER FUNCTION hrag.retrieve_hits(uuid[], real[], integer) ROWS 10;
+ALTER FUNCTION hrag.retrieve(vector, text, integer, text, jsonb, integer, real) ROWS 10;
+
 COMMENT ON FUNCTION hrag.refresh_document_terms(uuid) IS
     'Rewrite one document''s lexical statistics from its rows (ingestion calls it in the document''s transaction)';
 COMMENT ON FUNCTION hrag._term_weights(text[], text) IS 'internal: BM25 IDF of query terms in a collection, not part of the API';
@@ -825,3 +859,5 @@ COMMENT ON FUNCTION hrag.auto_merge(vector, integer, real, text, jsonb) IS
 COMMENT ON FUNCTION hrag.auto_merge_hits(uuid[], real[], real) IS
     'The auto-merge for hits from elsewhere (a reranker, a keyword search), with why each node was returned';
 COMMENT ON FUNCTION hrag._setting(text, double precision) IS 'internal: a numeric hrag.* setting or its default, not part of the API';
+COMMENT ON FUNCTION hrag.sample_hits(integer, text, real) IS
+    'How many hits a merge should take: k, but at most max_share of the collection''s search targets';

@@ -2,6 +2,7 @@
 DROP FUNCTION hrag.retrieve(vector, text, integer, text, jsonb, integer, real);
 DROP FUNCTION hrag.retrieve_hits(uuid[], real[], integer);
 DROP FUNCTION hrag._setting(text, double precision);
+DROP FUNCTION hrag.sample_hits(integer, text, real);
 DROP FUNCTION hrag.parent_child(vector, integer, integer, text, jsonb, real);
 DROP FUNCTION hrag.parent_child_hits(uuid[], real[], integer, integer);
 DROP FUNCTION hrag.auto_merge(vector, integer, real, text, jsonb);
@@ -384,6 +385,8 @@ BEGIN
 END
 $$;
 
+ALTER FUNCTION hrag.search_leaves(vector, integer, text, jsonb) ROWS 1000;
+ALTER FUNCTION hrag.search_hybrid(vector, text, integer, text, jsonb, real, integer, real) ROWS 1000;
 DROP FUNCTION hrag._term_weights(text[], text);
 DROP FUNCTION hrag.refresh_document_terms(uuid);
 DROP TABLE hrag.document_terms;

@@ -211,7 +211,7 @@ COMMENT ON FUNCTION hrag._vector_index_state() IS 'internal: valid, invalid or m
 
 -- FUNCTION: auto_merge(public.vector, integer, real, text, jsonb)
 CREATE FUNCTION hrag.auto_merge(query public.vector, top_k integer DEFAULT 12, merge_threshold real DEFAULT 0.5, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer)
-    LANGUAGE sql STABLE
+    LANGUAGE sql STABLE ROWS 10
     AS $$
     WITH hits AS (
         SELECT s.node_id, s.score
@@ -229,7 +229,7 @@ COMMENT ON FUNCTION hrag.auto_merge(query public.vector, top_k integer, merge_th
 
 -- FUNCTION: auto_merge_hits(uuid[], real[], real)
 CREATE FUNCTION hrag.auto_merge_hits(node_ids uuid[], scores real[], merge_threshold real DEFAULT 0.5) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer)
-    LANGUAGE sql STABLE
+    LANGUAGE sql STABLE ROWS 10
     AS $$
     WITH RECURSIVE
     -- A duplicate id keeps its best score; unknown ids drop out at the first join.
@@ -483,7 +483,7 @@ COMMENT ON FUNCTION hrag.node_text(node_id uuid) IS 'Full text of any node: its 
 
 -- FUNCTION: parent_child(public.vector, integer, integer, text, jsonb, real)
 CREATE FUNCTION hrag.parent_child(query public.vector, top_k_children integer DEFAULT 20, max_parents integer DEFAULT 4, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb, min_score real DEFAULT NULL::real) RETURNS TABLE(node_id uuid, document_id uuid, title text, heading_path text[], content text, score real, matched_children uuid[], rank integer, token_count integer)
-    LANGUAGE plpgsql STABLE
+    LANGUAGE plpgsql STABLE ROWS 4
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -509,7 +509,7 @@ COMMENT ON FUNCTION hrag.parent_child(query public.vector, top_k_children intege
 
 -- FUNCTION: parent_child_hits(uuid[], real[], integer, integer)
 CREATE FUNCTION hrag.parent_child_hits(node_ids uuid[], scores real[], max_parents integer DEFAULT 4, top_k_children integer DEFAULT NULL::integer) RETURNS TABLE(node_id uuid, document_id uuid, title text, heading_path text[], content text, score real, matched_children uuid[], rank integer, token_count integer)
-    LANGUAGE plpgsql STABLE
+    LANGUAGE plpgsql STABLE ROWS 4
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -697,7 +697,7 @@ COMMENT ON FUNCTION hrag.repair_integrity() IS 'Recompute child counts, ranges a
 
 -- FUNCTION: retrieve(public.vector, text, integer, text, jsonb, integer, real)
 CREATE FUNCTION hrag.retrieve(query public.vector, query_text text DEFAULT NULL::text, max_tokens integer DEFAULT 2000, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb, top_k integer DEFAULT 30, lexical_weight real DEFAULT 0.3) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer, reason text)
-    LANGUAGE sql STABLE
+    LANGUAGE sql STABLE ROWS 10
     AS $$
     WITH hits AS (
         SELECT s.node_id, s.score
@@ -715,7 +715,7 @@ COMMENT ON FUNCTION hrag.retrieve(query public.vector, query_text text, max_toke
 
 -- FUNCTION: retrieve_hits(uuid[], real[], integer)
 CREATE FUNCTION hrag.retrieve_hits(node_ids uuid[], scores real[], max_tokens integer DEFAULT 2000) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer, reason text)
-    LANGUAGE plpgsql STABLE
+    LANGUAGE plpgsql STABLE ROWS 10
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -886,9 +886,23 @@ $$;
 -- COMMENT: FUNCTION retrieve_hits(node_ids uuid[], scores real[], max_tokens integer)
 COMMENT ON FUNCTION hrag.retrieve_hits(node_ids uuid[], scores real[], max_tokens integer) IS 'The best non-overlapping context within max_tokens for hits from anywhere, with why each node was chosen';
 
+-- FUNCTION: sample_hits(integer, text, real)
+CREATE FUNCTION hrag.sample_hits(k integer, collection text DEFAULT NULL::text, max_share real DEFAULT 0.1) RETURNS integer
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT CASE WHEN max_share IS NULL THEN k
+                ELSE least(k, greatest(1, ceil(max_share * (
+                         SELECT coalesce(sum(d.search_targets), 0) FROM hrag.documents d
+                          WHERE sample_hits.collection IS NULL OR d.collection = sample_hits.collection)))::integer)
+           END
+$$;
+
+-- COMMENT: FUNCTION sample_hits(k integer, collection text, max_share real)
+COMMENT ON FUNCTION hrag.sample_hits(k integer, collection text, max_share real) IS 'How many hits a merge should take: k, but at most max_share of the collection''s search targets';
+
 -- FUNCTION: search_hybrid(public.vector, text, integer, text, jsonb, real, integer, real)
 CREATE FUNCTION hrag.search_hybrid(query public.vector, query_text text, k integer DEFAULT 20, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb, lexical_weight real DEFAULT 0.3, candidates integer DEFAULT NULL::integer, min_relative_score real DEFAULT NULL::real) RETURNS TABLE(node_id uuid, parent_id uuid, document_id uuid, score real, vector_score real, lexical_score real)
-    LANGUAGE plpgsql STABLE
+    LANGUAGE plpgsql STABLE ROWS 30
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -994,7 +1008,7 @@ COMMENT ON FUNCTION hrag.search_hybrid(query public.vector, query_text text, k i
 
 -- FUNCTION: search_leaves(public.vector, integer, text, jsonb)
 CREATE FUNCTION hrag.search_leaves(query public.vector, k integer DEFAULT 20, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb) RETURNS TABLE(node_id uuid, parent_id uuid, document_id uuid, score real)
-    LANGUAGE plpgsql STABLE
+    LANGUAGE plpgsql STABLE ROWS 30
     SET "hnsw.iterative_scan" TO 'relaxed_order'
     AS $$
 #variable_conflict use_column

@@ -1,0 +1,130 @@
+"""The lexical channel of the candidate stage: a term only one leaf contains is found in every mode.
+
+The vectors are built so that the leaf holding the identifier is (with its
+neighbour) the *least* similar of 2,000 leaves to the query, as an
+embedding model that blurs identifiers would rank it: the vector stage alone
+(search_leaves, even with hundreds of candidates) never reaches it.  Only
+the lexical index over the whole collection can.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import psycopg
+import pytest
+from pgvector.psycopg import register_vector
+
+from tests.sqltree import DIM, Spec, insert_tree, unit
+
+QUERY = unit({0: 1.0})
+IDENTIFIER_TEXT = "Use the option --track-origins=yes together with memcheck to see where values came from."
+QUESTION = "What does --track-origins do?"
+
+
+@pytest.fixture
+def conn(postgresql: psycopg.Connection) -> psycopg.Connection:
+    register_vector(postgresql)
+    return postgresql
+
+
+def _haystack(conn: psycopg.Connection, n_leaves: int = 2000) -> dict[str, object]:
+    """Leaves about tracking and origins (common words), one of which names the option."""
+    rng = np.random.default_rng(3)
+    sections = []
+    for s in range(n_leaves // 10):
+        leaves = []
+        for i in range(10):
+            idx = s * 10 + i
+            vector = rng.normal(size=DIM).astype(np.float32)
+            vector[0] = abs(vector[0]) + 2.0  # every ordinary leaf leans towards the query
+            leaves.append(Spec(f"l{idx}", f"Tracking the origin of request {idx} in section {s}.", vector,
+                               kind="paragraph"))
+        sections.append(Spec(f"s{s}", f"Section {s}", children=leaves))
+    # Barely related to the query (cosine 0.05, every other leaf about 0.14): the vector stage's last choice.
+    needle = unit({0: 0.05, 5: 0.99875})
+    sections.append(Spec("memcheck", "Memcheck options", children=[
+        Spec("needle", IDENTIFIER_TEXT, needle, kind="paragraph"),
+        Spec("neighbour", "Other memcheck options are listed below.", unit({0: 0.05, 6: 0.99875}), kind="paragraph"),
+    ]))
+    built = insert_tree(conn, Spec("manual", kind="document", children=sections))
+    conn.execute("ANALYZE hrag.nodes")
+    return {"needle": built.ids["needle"], "section": built.ids["memcheck"]}
+
+
+def test_the_vector_stage_alone_never_reaches_the_identifier_leaf(conn: psycopg.Connection) -> None:
+    ids = _haystack(conn)
+    hits = {r[0] for r in conn.execute("SELECT node_id FROM hrag.search_leaves(%s, 500)", (QUERY,))}
+    assert ids["needle"] not in hits
+
+
+def test_a_unique_identifier_is_found_in_every_mode(conn: psycopg.Connection) -> None:
+    ids = _haystack(conn)
+    hybrid = [r[0] for r in conn.execute("SELECT node_id FROM hrag.search_hybrid(%s, %s, 12)", (QUERY, QUESTION))]
+    assert ids["needle"] in hybrid, "candidate stage"
+    hits = "(SELECT node_id, score FROM hrag.search_hybrid(%s, %s, 20)) AS h"
+    arrays = (f"ARRAY(SELECT node_id FROM {hits} ORDER BY score DESC), "
+              f"ARRAY(SELECT score FROM {hits} ORDER BY score DESC)")
+    parents = [r[0] for r in conn.execute(
+        f"SELECT node_id FROM hrag.parent_child_hits({arrays}, 4, 20)", (QUERY, QUESTION, QUERY, QUESTION))]
+    assert ids["section"] in parents, "parent-child returns the identifier's parent"
+    merged = conn.execute(f"SELECT node_id, merged_from FROM hrag.auto_merge_hits({arrays}, 0.5)",
+                          (QUERY, QUESTION, QUERY, QUESTION)).fetchall()
+    assert any(ids["needle"] == r[0] or ids["needle"] in r[1] for r in merged), "auto-merge"
+    chosen = conn.execute("SELECT node_id, merged_from FROM hrag.retrieve(%s, %s, 2000)", (QUERY, QUESTION)).fetchall()
+    assert any(ids["needle"] == r[0] or ids["needle"] in r[1] for r in chosen), "retrieve (budget mode)"
+
+
+def test_cjk_text_is_matched_by_character_bigrams(conn: psycopg.Connection) -> None:
+    built = insert_tree(conn, Spec("規程", kind="document", children=[
+        Spec("第8条", "第8条（BYOD）", kind="clause", children=[
+            Spec("8.1", "8.1 BYOD端末には、会社が指定するウイルス対策ソフトをインストールする。", unit({1: 1.0}),
+                 kind="item"),
+            Spec("8.2", "8.2 BYOD端末には、画面ロックを設定する。", unit({0: 1.0}), kind="item"),
+        ]),
+    ]))
+    rows = conn.execute(
+        "SELECT node_id, lexical_score FROM hrag.search_hybrid(%s, %s, 2, NULL, NULL, 0.5)",
+        (QUERY, "ウイルス対策ソフトは必要ですか"),
+    ).fetchall()
+    assert rows[0][0] == built.ids["8.1"], "the bigrams ウイ/イル/ルス/対策/策ソ/ソフ/フト outweigh the vector"
+    assert rows[0][1] > 0.9 and rows[1][1] == 0
+    assert "対策" in conn.execute("SELECT hrag.lexical_terms('ウイルス対策ソフト')").fetchone()[0]
+
+
+def test_the_lexical_channel_reads_its_gin_index_not_the_table(conn: psycopg.Connection) -> None:
+    _haystack(conn)
+    conn.commit()
+    conn.autocommit = True
+
+    def counters() -> tuple[int, int]:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        return conn.execute(
+            "SELECT (SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'nodes_lexical_terms_idx'), "
+            "(SELECT seq_scan FROM pg_stat_user_tables WHERE schemaname = 'hrag' AND relname = 'nodes')"
+        ).fetchone()
+
+    before = counters()
+    conn.execute("SELECT * FROM hrag.search_hybrid(%s, %s, 12)", (QUERY, QUESTION)).fetchall()
+    conn.execute("SELECT pg_stat_force_next_flush()")
+    conn.execute("SELECT 1")
+    deadline = time.monotonic() + 5
+    while counters()[0] == before[0] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    after = counters()
+    assert after[0] > before[0], "the GIN index on lexical_terms was scanned"
+    assert after[1] == before[1], "no sequential scan of hrag.nodes"
+
+
+def test_statistics_follow_reingestion_and_deletion(conn: psycopg.Connection) -> None:
+    ids = _haystack(conn, 100)
+    df = "SELECT coalesce(sum(leaves), 0) FROM hrag.document_terms WHERE term = %s"
+    assert conn.execute(df, ("track-origin",)).fetchone()[0] == 1
+    assert conn.execute(df, ("origin",)).fetchone()[0] == 101
+    conn.execute("UPDATE hrag.nodes SET content = 'nothing special' WHERE id = %s", (ids["needle"],))
+    document = conn.execute("SELECT document_id FROM hrag.nodes WHERE id = %s", (ids["needle"],)).fetchone()[0]
+    conn.execute("SELECT hrag.refresh_document_terms(%s)", (document,))
+    assert conn.execute(df, ("track-origin",)).fetchone()[0] == 0
+    conn.execute("DELETE FROM hrag.documents WHERE id = %s", (document,))
+    assert conn.execute("SELECT count(*) FROM hrag.document_terms").fetchone()[0] == 0
