@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-pg16 lint schema bench clean
+.PHONY: install demo test test-pg16 lint check-docs schema bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,8 +28,12 @@ test: install  ## the whole suite on PostgreSQL 18, then the database layers aga
 PG16_DIR := .pg16
 test-pg16: install  ## integration, migration and reliability tests against PostgreSQL 16 + pgvector 0.8.5
 	@url=$$($(BIN)/python tests/pg_majors.py start 16 $(PG16_DIR)) && \
-	  HRAG_TEST_DATABASE_URL=$$url $(BIN)/python -m pytest -q tests/integration tests/migration tests/reliability; \
+	  HRAG_TEST_DATABASE_URL=$$url HRAG_TEST_PG_MAJOR=16 HRAG_TEST_PG_DATADIR=$(abspath $(PG16_DIR)) \
+	  $(BIN)/python -m pytest -q tests/integration tests/migration tests/reliability; \
 	  rc=$$?; $(BIN)/python tests/pg_majors.py stop 16 $(PG16_DIR); exit $$rc
+
+check-docs:  ## every figure of the README's Performance section is in the results file it cites, measured at HEAD or marked
+	$(PYTHON) bench/check_docs.py
 
 lint: install  ## ruff (pinned rules in pyproject.toml) on the code, mypy on the shipped package
 	$(BIN)/ruff check hrag_pg tests bench

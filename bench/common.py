@@ -93,3 +93,21 @@ def edit_one_paragraph(text: str) -> tuple[str, str]:
     original = blocks[index]
     blocks[index] = original + EDIT_MARKER
     return "\n\n".join(blocks), original
+
+
+def git_revision() -> str:
+    """The checked-out commit, marked dirty when hrag_pg/ or sql/ differ from it.
+
+    Every results file records it in its header (``hrag-pg commit: <sha>``) so
+    ``make check-docs`` can tell whether the README's figures describe HEAD.
+    """
+    import subprocess
+
+    def git(*cmd: str) -> str:
+        proc = subprocess.run(["git", *cmd], cwd=REPO, check=False, capture_output=True, text=True)
+        return proc.stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + (" + uncommitted changes in hrag_pg/ or sql/" if git("status", "--porcelain", "hrag_pg", "sql")
+                   else "")
+

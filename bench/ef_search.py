@@ -84,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         f"# ANN recall and latency by hnsw.ef_search ({args.leaves:,} synthetic leaves)", "",
         (f"{len(qs)} queries (half section means, half noisy leaves) taken from the stored tree; exact top-12 by "
         "a sequential scan. Latency of one warm SQL call (an untimed search first) over a local socket."), "",
+        f"hrag-pg commit: {common.git_revision()}", "",
         "| ef_search | recall@12 | search_leaves(12) p50 / p95 ms | auto_merge(12, 0.5) p50 / p95 ms |",
         "|---:|---:|---:|---:|",
         *(f"| {ef} | {r:.3f} | {s50:.2f} / {s95:.2f} | {m50:.2f} / {m95:.2f} |" for ef, r, s50, s95, m50, m95 in rows),

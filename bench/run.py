@@ -420,6 +420,7 @@ def markdown(report: dict[str, Any]) -> str:
            f"{cfg['questions']} questions ({cfg['narrow']} narrow, {cfg['broad']} broad) from "
            f"`{cfg['questions_file']}`. Machine: {cfg['machine']}. Model: all-MiniLM-L6-v2 (bundled), "
            "tokens counted with its tokenizer. Every number below was measured in this run."), "",
+           f"hrag-pg commit: {report['versions'].get('hrag-pg commit', 'unknown')}", "",
            *(["Left out for every system: "
               + ", ".join(f"{n} ({e})" for n, e in cfg["excluded"]), ""] if cfg.get("excluded") else []),
            "## Goals", "", *goals(report), "",
@@ -674,13 +675,8 @@ def write_report(report: dict[str, Any], args: argparse.Namespace, name: str) ->
 
 
 def git_revision() -> str:
-    """The checked-out commit, marked dirty when the hrag_pg package differs from it."""
-    def git(*cmd: str) -> str:
-        proc = subprocess.run(["git", *cmd], cwd=common.REPO, check=False, capture_output=True, text=True)
-        return proc.stdout.strip()
-
-    head = git("rev-parse", "--short", "HEAD") or "unknown"
-    return head + (" + uncommitted changes in hrag_pg/" if git("status", "--porcelain", "hrag_pg") else "")
+    """The checked-out commit (see common.git_revision)."""
+    return common.git_revision()
 
 
 def unparsable(files: list[Path]) -> list[tuple[str, str]]:

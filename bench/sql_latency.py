@@ -249,6 +249,7 @@ def markdown(report: dict) -> str:
            "each function called as one SQL statement with a vector parameter over a local socket, warm (an untimed "
            "search first, then the functions in shuffled order). "
            f"HNSW m=16, ef_construction=64, ef_search=max(40, k). Server: {report['server']}."), "",
+           f"hrag-pg commit: {report.get('commit', 'unknown')}", "",
            "## Latency (ms)", "",
            "| leaves | " + " | ".join(f"{f} p50 / p95" for f in FUNCTIONS) +
            " | parent_child ÷ search_leaves(20) p50 / p95 | auto_merge ÷ search_leaves(12) p50 / p95 |",
@@ -296,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(sizes: list[int], *, name: str, queries: int, recall_queries: int, data_dir: Path, out: Path) -> dict:
-    report: dict = {"name": name, "sizes": []}
+    report: dict = {"name": name, "sizes": [], "commit": common.git_revision()}
     for leaves in sizes:
         print(f"[scale] {leaves:,} leaves", file=sys.stderr)
         report["sizes"].append(run_size(leaves, queries=queries, recall_queries=recall_queries, data_dir=data_dir,

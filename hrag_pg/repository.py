@@ -183,7 +183,7 @@ class Repository:
         whose text is unchanged.
         """
         started = time.perf_counter()
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
             for source in sorted({doc.source} | ({replaces} if replaces else set())):  # fixed order: no deadlock
                 self._lock_source(conn, doc.collection, source)
             dim = self.embedding_dim()
@@ -403,7 +403,7 @@ class Repository:
 
     def delete_source(self, source: str, collection: str = "default") -> bool:
         """Delete a document and its whole tree; False if there was none."""
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
             self._lock_source(conn, collection, source)
             deleted = conn.execute(
                 sa.text("DELETE FROM hrag.documents WHERE collection = :c AND source = :s RETURNING id"),
@@ -451,6 +451,27 @@ class Repository:
                     if driver is None or driver.closed or getattr(driver, "broken", False):
                         conn.invalidate()
                 raise operational_error(url, exc) from exc
+
+    @contextmanager
+    def _writing(self) -> Iterator[sa.Connection]:
+        """One write transaction, with driver failures translated as :meth:`_reading` does.
+
+        A connection lost mid-write (server restart, terminated backend) rolls
+        the transaction back on the server, so the caller gets ConnectionLost
+        with the previous version intact; ingest of several files reports the
+        file as failed and goes on with the next (pool_pre_ping reconnects).
+        """
+        with self._reading() as conn:
+            try:
+                with conn.begin():
+                    yield conn
+            except (psycopg.OperationalError, sa.exc.OperationalError) as exc:
+                # The COPY runs on the driver connection, so SQLAlchemy's rollback on the broken
+                # connection fails again ("the connection is lost"): report the first failure.
+                first: BaseException = exc
+                while isinstance(first.__context__, (psycopg.OperationalError, sa.exc.OperationalError)):
+                    first = first.__context__
+                raise first from None
 
     def _fetch(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         with self._reading() as conn:
@@ -525,7 +546,7 @@ class Repository:
 
     def repair_integrity(self) -> dict[str, int]:
         """Recompute child counts, ordering ranges and depths; returns how many were fixed per kind."""
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
             rows = conn.execute(sa.text("SELECT problem, fixed FROM hrag.repair_integrity()")).all()
         return {problem: int(fixed) for problem, fixed in rows}
 

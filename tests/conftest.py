@@ -6,6 +6,11 @@
   refuses root, so we hand it a ``NoopExecutor`` describing our server.
 * ``HRAG_TEST_DATABASE_URL=postgresql://user:pw@host:port/db`` runs the same
   suite against any existing server with pgvector instead.
+* ``server_control`` stops and starts the session's server (the restart
+  tests restart the server under test): the embedded one always; an external
+  one when it is a ``tests/pg_majors.py`` server named by
+  ``HRAG_TEST_PG_MAJOR`` and ``HRAG_TEST_PG_DATADIR`` (as ``make test-pg16``
+  sets them), otherwise the fixture is None and those tests skip.
 * A template database is migrated once per session; each test gets
   ``CREATE DATABASE ... TEMPLATE`` (pytest-postgresql's janitor), so tests
   may do DDL and never see each other's rows.
@@ -15,8 +20,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, quote, unquote, urlparse
 
@@ -67,6 +75,49 @@ def drop_database(proc: NoopExecutor, name: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@dataclass(frozen=True)
+class ServerControl:
+    """How to stop and start the session's server again (same data, same URL)."""
+
+    description: str
+    stop: Callable[[], None]
+    start: Callable[[], None]
+
+
+#: The embedded session server's base directory (None for an external server).
+_embedded_base: list[Path] = []
+
+
+def _pg_majors_control(major: str, datadir: str) -> ServerControl:
+    script = Path(__file__).with_name("pg_majors.py")
+
+    def run(action: str) -> None:
+        subprocess.run([sys.executable, str(script), action, major, datadir], check=True,
+                       capture_output=True, timeout=120)
+
+    return ServerControl(f"PostgreSQL {major} of tests/pg_majors.py in {datadir}",
+                         lambda: run("stop"), lambda: run("start"))
+
+
+@pytest.fixture(scope="session")
+def server_control(hrag_pg_proc: NoopExecutor) -> ServerControl | None:
+    """Stop/start of the server under test, or None if this harness cannot restart it."""
+    if _embedded_base:
+        base = _embedded_base[0]
+
+        def stop() -> None:
+            embedded.stop(base)
+
+        def start() -> None:
+            embedded.start(base)
+
+        return ServerControl(f"embedded PostgreSQL in {base}", stop, start)
+    major, datadir = os.environ.get("HRAG_TEST_PG_MAJOR"), os.environ.get("HRAG_TEST_PG_DATADIR")
+    if major and datadir:
+        return _pg_majors_control(major, datadir)
+    return None
+
+
 @pytest.fixture(scope="session")
 def hrag_pg_proc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NoopExecutor]:
     """The session's server, with a template database migrated to head."""
@@ -79,6 +130,7 @@ def hrag_pg_proc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NoopExecu
         # that private, and the server's unprivileged OS user would lose its data.
         base = Path(tempfile.mkdtemp(prefix="hrag-test-pg-"))
         server = embedded.start(base)
+        _embedded_base[:] = [base]
         assert server.socket_dir is not None
         proc = NoopExecutor(
             host=str(server.socket_dir), port=5432, user=embedded.SUPERUSER,
@@ -95,6 +147,7 @@ def hrag_pg_proc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NoopExecu
             conn.execute(f'ALTER DATABASE "{TEMPLATE_DB}" WITH is_template false')
         drop_database(proc, TEMPLATE_DB)
         if base is not None:
+            _embedded_base.clear()
             embedded.stop(base)
             shutil.rmtree(base, ignore_errors=True)
 

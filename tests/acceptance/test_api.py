@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import pytest
@@ -51,40 +52,72 @@ async def test_async_results_equal_sync_results(hrag: HRAG, mode: str) -> None:
         await async_hrag.close()
 
 
-class KeywordReranker:
-    """Deterministic reranker for tests: scores by how often a keyword occurs."""
+def _terms(text: str) -> set[str]:
+    """Lower-cased ASCII words plus character bigrams of every other run (Japanese has no spaces)."""
+    words = set(re.findall(r"[a-z0-9]+", text.lower()))
+    runs = re.sub(r"[\sa-zA-Z0-9\W_]+", " ", text).split()
+    return words | {run[i:i + 2] for run in runs for i in range(len(run) - 1)}
 
-    def __init__(self, keyword: str) -> None:
-        self.keyword = keyword
-        self.seen: list[str] = []
+
+class LexicalOverlapReranker:
+    """A reranker that knows nothing of the expected answers: the share of the question's terms in the text."""
+
+    def __init__(self) -> None:
+        self.scored: list[tuple[str, float]] = []
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
-        self.seen.extend(texts)
-        return [float(t.count(self.keyword)) + 1.0 / (1 + len(t)) for t in texts]
+        terms = _terms(query)
+        scores = [len(terms & _terms(t)) / len(terms) for t in texts]
+        self.scored = list(zip(texts, scores, strict=True))
+        return scores
+
+    def best(self, n: int) -> list[str]:
+        """The ``n`` best texts, ties in candidate order (as hrag's sort keeps them)."""
+        return [t for t, _ in sorted(self.scored, key=lambda ts: -ts[1])[:n]]
+
+
+def _content(rerank_text: str) -> str:
+    return rerank_text.split("] ", 1)[1] if rerank_text.startswith("[") else rerank_text
 
 
 def test_the_reranker_rescores_children_before_parents_are_chosen(hrag: HRAG) -> None:
-    reranker = KeywordReranker("snapshot")
-    results = ParentChildRetriever(hrag, collection="manual", reranker=reranker, max_parents=2).retrieve(
-        "How do I protect my data?")
-    assert reranker.seen, "the reranker saw the candidate children"
-    assert all("[" in t for t in reranker.seen), "children are reranked with their heading path"
-    assert all("snapshot" in r.content.lower() for r in results)
-    assert results[0].score >= results[-1].score
+    question = "How do I protect my data?"
+    reranker = LexicalOverlapReranker()
+    results = ParentChildRetriever(hrag, collection="manual", reranker=reranker, max_parents=2).retrieve(question)
+    plain = ParentChildRetriever(hrag, collection="manual", max_parents=2).retrieve(question)
+    assert len(reranker.scored) == 50, "the reranker scored the 50 candidate children"
+    assert all(t.startswith("[Tidewater Message Queue 4.2 Operations Manual") and "] " in t
+               for t, _ in reranker.scored), \
+        "children are reranked with their heading path"
+    assert [r.heading_path[-1] for r in plain] == ["Storage and Segment Settings", "Snapshot Model"]
+    assert [r.heading_path[-1] for r in results] == ["Off-site Copies to Object Storage", "Retention Policies"]
+    # The best-scored child is inside the first parent; parents come in the order of their best child.
+    assert _content(reranker.best(1)[0]) in results[0].content
+    assert results[0].score == max(s for _, s in reranker.scored) and results[0].score > results[1].score
 
 
 def test_the_reranker_feeds_the_merge(hrag: HRAG) -> None:
-    reranker = KeywordReranker("BYOD端末")
-    results = AutoMergingRetriever(hrag, collection="security", reranker=reranker, top_k=3).retrieve(
-        "端末の取り扱いについて")
-    assert results[0].title == "第8条（BYOD）" and results[0].hit_ratio == pytest.approx(1.0)
+    """The merge works on the reranked top 3: three items of 第5条 merge it whole (2 of 3 without reranking)."""
+    question = "私物端末の義務"
+    reranker = LexicalOverlapReranker()
+    results = AutoMergingRetriever(hrag, collection="security", reranker=reranker, top_k=3).retrieve(question)
+    plain = AutoMergingRetriever(hrag, collection="security", top_k=3).retrieve(question)
+    assert [(r.heading_path[-1], len(r.merged_from or [])) for r in plain] == [
+        ("第5条（貸与端末）", 2), ("第8条（BYOD）", 0)]
+    [top] = results
+    assert top.heading_path[-1] == "第5条（貸与端末）" and top.hit_ratio == pytest.approx(1.0)
+    merged = {n.content for n in hrag.repository.children(top.node_id) if n.id in top.merged_from}
+    assert merged == {_content(t) for t in reranker.best(3)}, "merged exactly the reranker's top 3 children"
 
 
 def test_context_budget_keeps_whole_results_by_score_and_reports_the_rest(hrag: HRAG) -> None:
     retriever = ParentChildRetriever(hrag, collection="manual", max_parents=4, max_context_tokens=700)
     context = retriever.context(QUESTION_EN)
-    assert context.total_tokens <= 700
-    assert context.dropped, "something did not fit"
+    # 325 + 356 tokens fit in 700; the next two (317, 101) would each overflow.
+    assert [r.heading_path[-1] for r in context.results] == ["TLS Encryption", "Access Control Lists"]
+    assert [r.heading_path[-1] for r in context.dropped] == ["Hardening Checklist", "Mutual TLS"]
+    assert context.total_tokens == sum(r.token_count for r in context.results) <= 700
+    assert all(context.total_tokens + r.token_count > 700 for r in context.dropped)
     unbounded = {r.node_id: r for r in ParentChildRetriever(hrag, collection="manual").retrieve(QUESTION_EN)}
     for r in context.results:
         if r.node_id in unbounded:
@@ -97,13 +130,25 @@ def test_context_budget_keeps_whole_results_by_score_and_reports_the_rest(hrag: 
 
 
 def test_greedy_budget_skips_a_big_result_but_keeps_smaller_later_ones(hrag: HRAG) -> None:
+    """Budget = the best result + the smallest other one: the two in between are skipped, the last kept.
+
+    The four parents (by score) are TLS Encryption 325 tokens, Access Control
+    Lists 356, Hardening Checklist 317, Mutual TLS 101; with 426 tokens the
+    greedy pass keeps TLS Encryption, skips the next two (each would
+    overflow) and still keeps Mutual TLS after them.
+    """
     results = ParentChildRetriever(hrag, collection="manual", max_parents=4).retrieve(QUESTION_EN)
     counter = hrag.embedder.token_counter
+    titles = [r.heading_path[-1] for r in results]
     sizes = [counter.count(r.content) for r in results]
-    budget = sizes[0] + min(sizes[1:]) if len(sizes) > 1 else sizes[0]
+    assert titles == ["TLS Encryption", "Access Control Lists", "Hardening Checklist", "Mutual TLS"]
+    assert sizes[3] < min(sizes[1:3])  # the smallest comes last, after two bigger ones
+    budget = sizes[0] + sizes[3]
     context = context_module.assemble(results, budget, counter)
-    assert context.results[0].node_id == results[0].node_id
-    assert context.total_tokens <= budget
+    assert [r.heading_path[-1] for r in context.results] == ["TLS Encryption", "Mutual TLS"]
+    assert [r.heading_path[-1] for r in context.dropped] == ["Access Control Lists", "Hardening Checklist"]
+    assert context.total_tokens == budget and context.max_tokens == budget
+    assert [r.content for r in context.results] == [results[0].content, results[3].content]  # whole, not cut
 
 
 def test_cross_encoder_reranker_loads_from_a_local_folder() -> None:
@@ -112,6 +157,9 @@ def test_cross_encoder_reranker_loads_from_a_local_folder() -> None:
     reranker = CrossEncoderReranker(default_model_path())
     scores = reranker.score("question", ["a passage", "another passage"])
     assert len(scores) == 2 and all(isinstance(s, float) for s in scores)
+    # The loaded model really scores the pairs: deterministic, and different texts score differently.
+    assert reranker.score("question", ["a passage", "another passage"]) == scores
+    assert scores[0] != scores[1]
 
 
 def test_a_missing_cross_encoder_is_a_clear_error(tmp_path) -> None:

@@ -11,23 +11,26 @@ import contextlib
 import json
 import os
 import selectors
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 import sqlalchemy as sa
+from pgvector.psycopg import register_vector
+from pytest_postgresql.executors import NoopExecutor
 from typer.testing import CliRunner
 
-from hrag_pg import db, embedded, migrate
+import hrag_pg.api as api_module
+import hrag_pg.repository as repository_module
+from hrag_pg import db
 from hrag_pg.api import HRAG
 from hrag_pg.cli import app
 from hrag_pg.errors import ConfigurationError, ConnectionLost, HragError, QueryCancelled
@@ -36,6 +39,7 @@ from hrag_pg.ingest.markdown import parse_markdown
 from hrag_pg.ingest.pipeline import IngestOptions, prepare_file, prepare_tree
 from hrag_pg.queries import Search
 from hrag_pg.repository import Repository
+from tests.conftest import TEMPLATE_DB, ServerControl, create_database, drop_database, url_for
 from tests.embedders import HashingEmbedder
 from tests.integration.test_ingest_write import (
     assert_same,
@@ -163,8 +167,46 @@ def test_sigkill_of_the_ingesting_process_half_way_keeps_the_previous_version_an
 # --------------------------------------------------------- 2. server restart
 
 
-def test_server_restart_fails_in_flight_calls_clearly_and_the_next_call_reconnects() -> None:
-    """Calls during a restart raise hrag errors; the first call after it succeeds.
+@pytest.fixture
+def restartable(hrag_pg_proc: NoopExecutor,
+                server_control: ServerControl | None) -> Iterator[tuple[str, ServerControl]]:
+    """A fresh migrated database on the session's server, and the means to restart that server.
+
+    The server restarted is the one under test in this pass (the embedded
+    PostgreSQL 18, or the tests/pg_majors.py server of ``make test-pg16``).
+    The test gets its own database, not the ``db_url`` fixture's, whose
+    connections the restart breaks.
+    """
+    if server_control is None:
+        pytest.skip("HRAG_TEST_DATABASE_URL names a server this harness did not start, so it cannot restart "
+                    "it; for a tests/pg_majors.py server set HRAG_TEST_PG_MAJOR and HRAG_TEST_PG_DATADIR")
+    name = f"hrag_restart_{uuid.uuid4().hex[:8]}"
+    create_database(hrag_pg_proc, name, template=TEMPLATE_DB)
+    try:
+        yield url_for(hrag_pg_proc, name), server_control
+    finally:
+        db._engine_for.cache_clear()
+        server_control.start()  # idempotent; brings the server back if the test failed while it was down
+        drop_database(hrag_pg_proc, name)
+
+
+def _server_major(url: str) -> int:
+    with psycopg.connect(db.libpq_url(url)) as conn:
+        return int(conn.execute("SHOW server_version_num").fetchone()[0]) // 10000
+
+
+def _restarted_server_is_the_one_under_test(url: str, control: ServerControl) -> None:
+    major = _server_major(url)
+    print(f"restarting {control.description} (PostgreSQL {major})")
+    expected = os.environ.get("HRAG_TEST_PG_MAJOR") if os.environ.get("HRAG_TEST_DATABASE_URL") else None
+    if expected:
+        assert major == int(expected), f"the server under test is PostgreSQL {major}, not {expected}"
+
+
+def test_server_restart_fails_in_flight_reads_clearly_and_the_next_call_reconnects(
+    restartable: tuple[str, ServerControl],
+) -> None:
+    """Reads during a restart of the server under test raise hrag errors; the first call after it succeeds.
 
     Recorded behaviour (before the fix these were raw driver errors:
     ``psycopg.OperationalError: consuming input failed: server closed the
@@ -177,21 +219,11 @@ def test_server_restart_fails_in_flight_calls_clearly_and_the_next_call_reconnec
       PostgreSQL at ... check HRAG_DATABASE_URL ...");
     * the first call after the restart → results (pool_pre_ping drops the
       dead pooled connections).
-
-    The cluster lives outside pytest's basetemp: a pytest session starting
-    elsewhere on the machine chmods /tmp/pytest-of-<user> to 0700, which
-    locks the server's unprivileged OS user out of its data directory.
     """
-    base = Path(tempfile.mkdtemp(prefix="hrag-restart-"))
-    base.chmod(0o755)
-    with time_limit(120, "starting a separate embedded cluster"):
-        server = embedded.start(base)
-    hrag: HRAG | None = None
+    url, control = restartable
+    _restarted_server_is_the_one_under_test(url, control)
+    hrag = HRAG(url, embedder=HashingEmbedder())
     try:
-        url = server.url()
-        with time_limit(120, "migrating it"):
-            migrate.upgrade(url)
-        hrag = HRAG(url, embedder=HashingEmbedder())
         hrag.ingest_tree(parse_markdown(handbook(3, 5), "restart.md"))
         question = "Rule 7: employees submit form F-007"
         expected = [r.node_id for r in hrag.parent_child(question)]
@@ -230,11 +262,11 @@ def test_server_restart_fails_in_flight_calls_clearly_and_the_next_call_reconnec
         with psycopg.connect(db.libpq_url(url), autocommit=True) as monitor:
             wait_for(lambda: monitor.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                "AND query LIKE '%%hrag.parent_child%%'"
+                "AND datname = current_database() AND query LIKE '%%hrag.parent_child%%'"
             ).fetchone()[0] == 2, timeout=10, message="two retrievals waiting for the lock")
 
-        with time_limit(60, "stopping the cluster"):
-            assert embedded.stop(base)
+        with time_limit(60, "stopping the server"):
+            control.stop()
         stopped = time.monotonic()
         blocked.join(timeout=30)
         assert not blocked.is_alive()
@@ -245,8 +277,8 @@ def test_server_restart_fails_in_flight_calls_clearly_and_the_next_call_reconnec
         with contextlib.suppress(psycopg.Error):
             locker.close()
 
-        with time_limit(120, "restarting the cluster"):
-            embedded.start(base)
+        with time_limit(120, "restarting the server"):
+            control.start()
         # The very next call, on a pool full of connections to the old server, succeeds.
         assert [r.node_id for r in hrag.parent_child(question)] == expected
         assert hrag.node_text(root_id_of(url, "restart.md")) is not None
@@ -264,12 +296,95 @@ def test_server_restart_fails_in_flight_calls_clearly_and_the_next_call_reconnec
             assert "Background on this error" not in message and "[SQL:" not in message
         assert issubclass(ConfigurationError, HragError) and issubclass(ConnectionLost, HragError)
     finally:
-        if hrag is not None:
-            hrag.repository.engine.dispose()
-        db._engine_for.cache_clear()
-        with time_limit(60, "stopping the cluster"):
-            embedded.stop(base)
-        shutil.rmtree(base, ignore_errors=True)
+        hrag.repository.engine.dispose()
+
+
+def test_server_restart_during_an_ingest_fails_it_clearly_keeps_the_previous_version_and_the_next_ingest_works(
+    restartable: tuple[str, ServerControl], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``hrag ingest`` in flight while the server under test restarts.
+
+    The write is held inside its transaction after its first COPY chunk
+    (holding the source lock, rows sent) while the server is stopped (fast
+    shutdown terminates its backend).  Then: exactly one error, hrag's
+    ConnectionLost sentence, for that file; an ingest while the server is down
+    fails with ConfigurationError; after the restart the previous version is
+    stored exactly, nothing of the new one, integrity is clean, no lock is
+    left, and the next ingest writes the new version.
+    """
+    url, control = restartable
+    _restarted_server_is_the_one_under_test(url, control)
+    embedder = HashingEmbedder()
+    hrag = HRAG(url, embedder=embedder)
+    path = tmp_path / "handbook.md"
+    path.write_text(handbook(3, 6), encoding="utf-8")
+    assert hrag.ingest([path], stop_on_error=True).results[0].status == "created"
+    with psycopg.connect(db.libpq_url(url)) as conn:
+        register_vector(conn)
+        before = snapshot(conn, path)
+    path.write_text(handbook(6, 10, tag="v2"), encoding="utf-8")
+    monkeypatch.setattr(repository_module, "COPY_CHUNK", 10)
+
+    inside = threading.Event()
+    go_on = threading.Event()
+    outcome: list[Any] = []
+
+    def hold_after_first_chunk(written: int) -> None:
+        if not inside.is_set():
+            inside.set()
+            go_on.wait(timeout=60)
+
+    write_document = Repository.write_document
+
+    def write_held(self: Repository, doc: FlatDocument, *args: Any, **kwargs: Any) -> Any:
+        return write_document(self, doc, *args, **{**kwargs, "after_chunk": hold_after_first_chunk})
+
+    def ingest() -> None:
+        try:
+            outcome.append(hrag.ingest([path]))
+        except BaseException as exc:  # noqa: BLE001 - asserted on below
+            outcome.append(exc)
+
+    try:
+        with monkeypatch.context() as patched:
+            patched.setattr(Repository, "write_document", write_held)
+            writer = threading.Thread(target=ingest)
+            writer.start()
+            assert inside.wait(timeout=30), "the ingest never reached its first COPY chunk"
+            with time_limit(60, "stopping the server"):
+                control.stop()
+            go_on.set()
+            writer.join(timeout=30)
+            assert not writer.is_alive()
+
+        [report] = outcome
+        assert not isinstance(report, BaseException), f"{type(report).__name__}: {report}"
+        assert report.results == []
+        [(failed_path, error)] = report.failed
+        print(f"ingest during the restart: {error}")
+        assert failed_path == str(path)
+        assert error.startswith("The connection to PostgreSQL at ") and "was lost during the call" in error
+        assert "[SQL:" not in error and "Background on this error" not in error
+
+        with pytest.raises(ConfigurationError, match="Cannot connect to PostgreSQL"):
+            HRAG(url, embedder=embedder)  # while the server is down
+    finally:
+        go_on.set()
+        with time_limit(120, "restarting the server"):
+            control.start()
+
+    with psycopg.connect(db.libpq_url(url), autocommit=True) as conn:
+        register_vector(conn)
+        assert_same(before, snapshot(conn, path))
+        assert conn.execute("SELECT count(*) FROM hrag.nodes WHERE content LIKE '%%v2:%%'").fetchone()[0] == 0
+        assert advisory_locks(conn) == []
+    assert hrag.repository.check_integrity() == []
+    again = hrag.ingest([path], stop_on_error=True)  # the same HRAG: its pool reconnects
+    assert [r.status for r in again.results] == ["updated"] and again.failed == []
+    with psycopg.connect(db.libpq_url(url)) as conn:
+        assert hrag.node_text(root_id(conn, path)) == expected_text(
+            prepare_file(path, IngestOptions(), model_name=embedder.model_name, counter=embedder.token_counter))
+    hrag.repository.engine.dispose()
 
 
 def root_id_of(url: str, source: str) -> uuid.UUID:
@@ -351,9 +466,7 @@ def test_statement_timeout_during_a_write_releases_the_source_lock(
 
     The write is blocked (a row lock on one of the document's nodes, held by
     another session) after it took the source's advisory lock; the server's
-    ``statement_timeout`` cancels it.  The write path still surfaces the
-    driver's OperationalError (QueryCanceled): tests/integration/test_ingest_write.py
-    pins that type for failures during a write.
+    ``statement_timeout`` cancels it and the writer gets hrag's QueryCancelled.
     """
     source = "timeout/handbook.md"
     hrag.ingest_tree(parse_markdown(handbook(2, 4), source))
@@ -367,7 +480,7 @@ def test_statement_timeout_during_a_write_releases_the_source_lock(
         pids: list[int] = []
         sa.event.listen(timed.engine, "checkout", lambda dbapi, _r, _p: pids.append(dbapi.info.backend_pid))
         new = prepare_tree_of(handbook(2, 4, tag="v2"), source, embedder)
-        with pytest.raises((sa.exc.OperationalError, QueryCancelled)) as raised:
+        with pytest.raises(QueryCancelled) as raised:
             timed.write_document(new, embedder)
         assert "statement timeout" in str(raised.value)
 
@@ -386,3 +499,98 @@ def test_statement_timeout_during_a_write_releases_the_source_lock(
     assert timed.write_document(new, embedder).status == "updated"
     assert timed.node_text(root_id(sql, source)) == expected_text(new)
     timed.engine.dispose()
+
+
+# ------------------------------------------- 4. connection lost during a write
+
+
+def test_connection_lost_mid_copy_fails_that_file_clearly_and_the_batch_goes_on(
+    hrag: HRAG, sql: psycopg.Connection, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``hrag ingest a.md b.md c.md`` while b.md's writing backend is terminated mid-COPY.
+
+    b.md is reported as failed with hrag's ConnectionLost sentence (no driver
+    text such as "[SQL:" or "Background on this error"), its previous version
+    is intact and nothing of its new version is stored; a.md and c.md are
+    written; the exit status is 1.  Before the fix the batch stopped with
+    ``psycopg.OperationalError: terminating connection due to administrator
+    command``.
+    """
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    paths = {name: docs / f"{name}.md" for name in ("a", "b", "c")}
+    paths["b"].write_text(handbook(3, 6), encoding="utf-8")
+    assert hrag.ingest([paths["b"]], stop_on_error=True).results[0].status == "created"
+    before = snapshot(sql, paths["b"])
+    for name, path in paths.items():
+        path.write_text(handbook(4, 8, tag=f"new-{name}"), encoding="utf-8")
+
+    monkeypatch.setattr(repository_module, "COPY_CHUNK", 5)
+    killed: list[int] = []
+    write_document = Repository.write_document
+
+    def terminate_own_backend(written: int) -> None:
+        """after_chunk of b.md's write: terminate the backend running the COPY, once."""
+        if killed:
+            return
+        with psycopg.connect(db.libpq_url(db_url), autocommit=True) as killer:
+            for (pid,) in killer.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND query LIKE 'COPY hrag.nodes%'"
+            ).fetchall():
+                assert killer.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,)).fetchone()[0]
+                killed.append(pid)
+
+    def write_with_fault(self: Repository, doc: FlatDocument, *args: Any, **kwargs: Any) -> Any:
+        if doc.source.endswith("b.md"):
+            kwargs["after_chunk"] = terminate_own_backend
+        return write_document(self, doc, *args, **kwargs)
+
+    monkeypatch.setattr(Repository, "write_document", write_with_fault)
+    embedder = HashingEmbedder()
+    monkeypatch.setattr(api_module, "default_embedder", lambda model=None: embedder)
+    result = CliRunner().invoke(app, ["ingest", str(docs), "--json"], env={"HRAG_DATABASE_URL": db_url})
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert len(killed) == 1, "exactly b.md's writing backend was terminated"
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    assert sorted(Path(r["source"]).name for r in report["results"]) == ["a.md", "c.md"]
+    assert {r["status"] for r in report["results"]} == {"created"}
+    [failed] = report["failed"]
+    assert Path(failed["path"]).name == "b.md"
+    assert "The connection to PostgreSQL" in failed["error"] and "was lost during the call" in failed["error"]
+    # The first failure (the COPY's), not the rollback's "the connection is lost" that follows it.
+    assert "server closed the connection" in failed["error"] or "terminating connection" in failed["error"]
+    assert "[SQL:" not in failed["error"] and "Background on this error" not in failed["error"]
+
+    assert_same(before, snapshot(sql, paths["b"]))
+    assert sql.execute("SELECT count(*) FROM hrag.nodes WHERE content LIKE '%%new-b%%'").fetchone()[0] == 0
+    for name in ("a", "c"):
+        assert sql.execute("SELECT count(*) FROM hrag.nodes WHERE content LIKE %s",
+                           (f"%new-{name}:%",)).fetchone()[0] == 32
+    assert hrag.repository.check_integrity() == []
+
+
+def test_connection_lost_mid_copy_raises_connection_lost_from_the_python_api(
+    hrag: HRAG, sql: psycopg.Connection, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``write_document`` itself raises ConnectionLost (an HragError), and the next write works."""
+    path = tmp_path / "handbook.md"
+    path.write_text(handbook(3, 6), encoding="utf-8")
+    hrag.ingest([path], stop_on_error=True)
+    before = snapshot(sql, path)
+    path.write_text(handbook(4, 8, tag="v2"), encoding="utf-8")
+    probe = HashingEmbedder()
+    new = prepare_file(path, IngestOptions(), model_name=probe.model_name, counter=probe.token_counter)
+    monkeypatch.setattr(repository_module, "COPY_CHUNK", 5)
+
+    def terminate(written: int) -> None:
+        with psycopg.connect(db.libpq_url(db_url), autocommit=True) as killer:
+            killer.execute("SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "
+                           "WHERE datname = current_database() AND query LIKE 'COPY hrag.nodes%'")
+
+    with pytest.raises(ConnectionLost, match=r"was lost during the call .*(server closed|terminating)"):
+        hrag.repository.write_document(new, probe, after_chunk=terminate)
+    assert_same(before, snapshot(sql, path))
+    assert hrag.repository.write_document(new, probe).status == "updated"
+    assert hrag.repository.node_text(root_id(sql, path)) == expected_text(new)

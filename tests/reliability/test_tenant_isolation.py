@@ -124,7 +124,7 @@ def login_url(db_url: str, sql: psycopg.Connection, role: str) -> str:
     return db_url.replace(f"{user}@", f"{role}@", 1)
 
 
-def refused(conn: psycopg.Connection, statement: str, params: tuple = ()) -> str:
+def refused(conn: psycopg.Connection, statement: str, params: tuple | dict[str, object] = ()) -> str:
     """Run ``statement`` in a savepoint; it must fail for lack of privilege.  Returns the message."""
     with pytest.raises(psycopg.errors.InsufficientPrivilege) as raised, conn.transaction():
         conn.execute(statement, params)
@@ -357,6 +357,148 @@ def test_every_hrag_function_runs_with_the_callers_rights(sql: psycopg.Connectio
     names = {name for name, _ in rows}
     assert names >= RETRIEVAL_FUNCTIONS
     assert [name for name, definer in rows if definer] == []
+
+
+# --------------------------------------- 4. every function of the catalog
+
+
+#: How each function of schema hrag is called by the isolation check, keyed by its
+#: signature as pg_proc shows it (``oid::regprocedure``).  %(q)s is the exact embedding
+#: of one of b's leaves, %(text)s that leaf's text, %(b_leaves)s/%(b_root)s b's node ids:
+#: arguments that return b's rows to anyone who can see b.
+PROBES: dict[str, str] = {
+    "hrag.search_leaves(vector,integer,text,jsonb)":
+        "SELECT * FROM hrag.search_leaves(%(q)s, 1000, %(collection)s)",
+    "hrag.search_hybrid(vector,text,integer,text,jsonb,real,integer,real)":
+        "SELECT * FROM hrag.search_hybrid(%(q)s, %(text)s, 1000, %(collection)s, NULL, 0.5, 1000)",
+    "hrag.parent_child(vector,integer,integer,text,jsonb,real)":
+        "SELECT * FROM hrag.parent_child(%(q)s, 1000, 1000, %(collection)s)",
+    "hrag.auto_merge(vector,integer,real,text,jsonb)":
+        "SELECT * FROM hrag.auto_merge(%(q)s, 1000, 0.1, %(collection)s)",
+    "hrag.parent_child_hits(uuid[],real[],integer,integer)":
+        "SELECT * FROM hrag.parent_child_hits(%(b_leaves)s, %(scores)s::real[], 1000, 1000)",
+    "hrag.auto_merge_hits(uuid[],real[],real)":
+        "SELECT * FROM hrag.auto_merge_hits(%(b_leaves)s, %(scores)s::real[], 0.1)",
+    "hrag.node_text(uuid)": "SELECT hrag.node_text(%(b_root)s)",
+    "hrag.check_integrity()": "SELECT * FROM hrag.check_integrity()",  # b's tree is corrupted first
+    "hrag.visible_collections()": "SELECT hrag.visible_collections()",
+    "hrag.retrieve(vector,text,integer,text,jsonb,integer,real)":
+        "SELECT * FROM hrag.retrieve(%(q)s, %(text)s, 100000, %(collection)s)",
+    "hrag.retrieve_hits(uuid[],real[],integer)":
+        "SELECT * FROM hrag.retrieve_hits(%(b_leaves)s, %(scores)s::real[], 100000)",
+    "hrag._subtree_text(uuid,integer,integer)": "SELECT hrag._subtree_text(%(b_doc)s, 0, 1000000)",
+    # A count of b's search targets is b's data too: it shows as the marker 'b' when visible.
+    "hrag.sample_hits(integer,text,real)":
+        "SELECT CASE WHEN hrag.sample_hits(1000, 'b', 1.0) > 1 THEN 'b' END",
+    "hrag._term_weights(text[],text)":
+        "SELECT * FROM hrag._term_weights(hrag.lexical_terms(%(b_all_text)s), %(collection)s)",
+}
+
+#: Functions a tenant may not call at all: each must be refused (they would widen access or
+#: rewrite other tenants' rows if it could call them).
+REFUSED: dict[str, str] = {
+    "hrag.create_tenant_role(name,text[],boolean)": "SELECT hrag.create_tenant_role(current_user, ARRAY['b'], true)",
+    "hrag.grant_reader(name)": "SELECT hrag.grant_reader(current_user)",
+    "hrag.repair_integrity()": "SELECT * FROM hrag.repair_integrity()",
+    "hrag.refresh_document_terms(uuid)": "SELECT hrag.refresh_document_terms(%(b_doc)s)",
+    "hrag._create_vector_index()": "SELECT hrag._create_vector_index()",
+}
+
+#: Functions that cannot return anyone's rows, and why.  Each must be IMMUTABLE (so it
+#: reads no table) unless listed in READS_NO_TABLE: a change that made one read tables fails.
+READS_NO_TABLE = {"hrag._vector_index_state()", "hrag._drop_invalid_vector_indexes()",
+                  "hrag._setting(text,double precision)"}
+NO_ROWS: dict[str, str] = {
+    "hrag._setting(text,double precision)": "reads one session setting (current_setting), no table",
+    "hrag._vector_index_state()": "reads only pg_catalog (is the HNSW index valid), no table rows",
+    "hrag._drop_invalid_vector_indexes()": "returns nothing; drops only invalid indexes, which needs the owner",
+    "hrag._check_count(integer,text,integer)": "argument validator: raises or returns nothing",
+    "hrag._check_hits(uuid[],real[])": "argument validator of two arrays the caller passes",
+    "hrag._check_query(vector,jsonb)": "argument validator of the caller's query vector and filter",
+    "hrag._check_threshold(real)": "argument validator of a number",
+    "hrag.lexical_terms(text)": "tokenises its text argument",
+    "hrag.node_lexical_terms(text[],text,jsonb)": "tokenises the heading path, text and metadata it is given",
+}
+
+
+def _leaks(rows: list[tuple[object, ...]], b_ids: set[uuid.UUID]) -> list[object]:
+    """Every value in ``rows`` that belongs to collection b: its ids, its text, its name."""
+    found: list[object] = []
+
+    def visit(value: object) -> None:
+        if isinstance(value, (list, tuple)):
+            for item in value:
+                visit(item)
+        elif (isinstance(value, uuid.UUID) and value in b_ids) or (
+                isinstance(value, str) and ("bravo" in value.lower() or value == "b")):
+            found.append(value)
+
+    visit(rows)
+    return found
+
+
+def test_no_function_of_schema_hrag_returns_another_tenants_rows_listed_from_the_catalog(
+    corpus: Corpus, make_role: Callable[..., str], db_url: str, sql: psycopg.Connection
+) -> None:
+    """Every function in pg_proc for schema hrag is probed as tenant a with b's data as arguments.
+
+    The list is the catalog's, not a hand-kept one: a function missing from
+    PROBES/REFUSED/NO_ROWS fails the test by name.  Each probe is first run as
+    a tenant of both a and b, where it must return b's rows (so the
+    arguments really ask for them), then as the tenant of a, where it must
+    return nothing of b.  b's tree is corrupted (a wrong child count) so
+    ``check_integrity`` has b problems to hide; a's tree too, so tenant a's
+    check is seen to work.
+    """
+    catalog = {r[0]: r[1] for r in sql.execute(
+        "SELECT p.oid::regprocedure::text, p.provolatile FROM pg_proc p "
+        "WHERE p.pronamespace = 'hrag'::regnamespace")}
+    listed = PROBES.keys() | REFUSED.keys() | NO_ROWS.keys()
+    assert not catalog.keys() - listed, (
+        f"functions of schema hrag not covered by the tenant isolation check: {sorted(catalog.keys() - listed)}; "
+        "add each to PROBES (with arguments that return other tenants' rows), REFUSED or NO_ROWS (with why)")
+    assert not listed - catalog.keys(), f"listed but not in the catalog: {sorted(listed - catalog.keys())}"
+    pure = [name for name in NO_ROWS if name not in READS_NO_TABLE]
+    assert {name: catalog[name] for name in pure} == dict.fromkeys(pure, "i"), "a NO_ROWS function reads tables"
+
+    b_doc = sql.execute("SELECT id FROM hrag.documents WHERE collection = 'b'").fetchone()[0]
+    b_ids = corpus.b_ids | {b_doc}
+    sql.execute("UPDATE hrag.nodes SET child_count = child_count + 7 WHERE id = ANY(%s)",
+                ([corpus.b_root, corpus.a_root],))
+    tenant, both = make_role("tenant_a", ["a"]), make_role("tenant_ab", ["a", "b"])
+    params: dict[str, object] = {
+        "q": corpus.b_vector, "text": corpus.b_text, "b_leaves": corpus.b_leaves, "b_root": corpus.b_root,
+        "scores": [1.0] * len(corpus.b_leaves), "b_doc": b_doc, "b_all_text": B_DOC,
+    }
+    probes = [(name, statement, collection) for name, statement in sorted(PROBES.items())
+              for collection in ((None, "b") if "%(collection)s" in statement else (None,))]
+    with as_role(db_url, both) as conn:
+        for name, statement, collection in probes:
+            rows = conn.execute(statement, {**params, "collection": collection}).fetchall()
+            assert _leaks(rows, b_ids), f"{name} (collection {collection}) returns none of b's rows even to a " \
+                                        "tenant of b: the probe proves nothing"
+    with as_role(db_url, tenant) as conn:
+        for name, statement, collection in probes:
+            rows = conn.execute(statement, {**params, "collection": collection}).fetchall()
+            assert _leaks(rows, b_ids) == [], f"{name} (collection {collection}) returned b's data to a tenant of a"
+        for name, statement in sorted(REFUSED.items()):
+            message = refused(conn, statement, params)
+            assert "permission denied" in message or "must be owner" in message, (name, message)
+        # check_integrity as tenant a: exactly a's problem, nothing of b's.
+        problems = conn.execute("SELECT problem, node_id FROM hrag.check_integrity()").fetchall()
+        assert problems == [("wrong_child_count", corpus.a_root)]
+    with as_role(db_url, both) as conn:
+        problems = conn.execute("SELECT problem, node_id FROM hrag.check_integrity() ORDER BY node_id").fetchall()
+        assert sorted(problems) == sorted([("wrong_child_count", corpus.a_root), ("wrong_child_count", corpus.b_root)])
+
+    # The Python API as tenant a (what `hrag check` prints): a's problem only.
+    instance = HRAG(login_url(db_url, sql, tenant), embedder=HashingEmbedder())
+    try:
+        assert [(p["problem"], p["node_id"]) for p in instance.repository.check_integrity()] == [
+            ("wrong_child_count", corpus.a_root)]
+    finally:
+        instance.repository.engine.dispose()
+        db._engine_for.cache_clear()
 
 
 def test_dropping_one_tenant_role_leaves_the_other_roles_working(

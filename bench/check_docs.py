@@ -1,0 +1,198 @@
+"""`make check-docs`: every figure of the README's Performance section is sourced and describes HEAD.
+
+The citation convention (written for people as much as for this script):
+
+* In the section between ``## Performance`` and the next ``## `` heading, an
+  HTML comment ``<!-- figures: bench/results/full.md -->`` (one or more paths,
+  comma-separated) names the results file(s) of every paragraph and table
+  after it, up to the next such comment.  A paragraph or table with a figure
+  and no citation fails the check.
+* A figure is any number written in the text (``6.3 M``, ``1.7k``, ``79×``,
+  ``0.58–0.69`` is two figures, ``84 %``); numbers inside words (``L6``,
+  ``x86_64``), link targets, comments and commit ids are not figures.  It
+  matches when the cited file(s) hold a number that rounds to it at the
+  README's precision after removing thousands separators and applying ``k``
+  (×1,000) and ``M`` (×1,000,000): ``1.7k`` matches ``1,683``.
+* Each cited file must record the commit it measured (``hrag-pg commit:
+  <sha>`` in its header, or ``"hrag-pg commit": "<sha>"`` in its versions
+  block; ``bench/run.py``, ``sql_latency.py`` and ``ef_search.py`` write it),
+  and ``git diff --quiet <sha> HEAD -- hrag_pg sql`` must hold: the code that
+  determines speed and quality is HEAD's.  A paragraph or table that says
+  ``measured at <sha>`` (it, or another paragraph under the same citation
+  comment) is exempt from the HEAD comparison, but ``<sha>`` must
+  be the commit its file records (or, for a file written before results
+  recorded their commit, the commit that last wrote the file).
+
+Exit status 0 when everything holds, 1 with one line per problem otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CITATION = re.compile(r"<!--\s*figures:\s*(.+?)\s*-->")
+MEASURED_AT = re.compile(r"measured\s+at\s+`?([0-9a-f]{7,40})`?")
+RECORDED = re.compile(r"hrag-pg commit\"?\s*:\s*\"?`?([0-9a-f]{7,40}|unknown)`?(\s*\+ uncommitted[^\"\n]*)?")
+# A figure: digits with optional thousands separators and decimals, optionally k/M, not inside a word.
+FIGURE = re.compile(r"(?<![\w.\-/])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s?([kM](?![\w]))?(?![\w])")
+RANGE_SUFFIX = re.compile(r"(\d[\d.,]*)\s?–\s?(\d[\d.,]*)([kM])(?!\w)")
+NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?")
+
+
+@dataclass
+class Block:
+    text: str
+    sources: list[str]
+    line: int
+    group: int  # blocks after the same citation comment share their "measured at" marks
+
+
+def performance_blocks(readme: str) -> list[Block]:
+    """The paragraphs and tables of the Performance section, each with the files it cites."""
+    match = re.search(r"^## Performance\s*$(.*?)(?=^## )", readme, re.DOTALL | re.MULTILINE)
+    if not match:
+        raise SystemExit("check-docs: README.md has no '## Performance' section")
+    start_line = readme[:match.start(1)].count("\n") + 1
+    blocks: list[Block] = []
+    sources: list[str] = []
+    group = 0
+    current: list[str] = []
+    first = start_line
+    for offset, line in enumerate(match.group(1).split("\n")):
+        cited = CITATION.search(line)
+        if cited:
+            sources = [s.strip() for s in cited.group(1).split(",") if s.strip()]
+            group += 1
+            line = CITATION.sub("", line)
+        if not line.strip():
+            if current:
+                blocks.append(Block("\n".join(current), sources, first, group))
+            current = []
+            first = start_line + offset + 1
+            continue
+        current.append(line)
+    if current:
+        blocks.append(Block("\n".join(current), sources, first, group))
+    return blocks
+
+
+def figures(text: str) -> list[tuple[str, float, int]]:
+    """(as written, value, decimals) of every figure in ``text``."""
+    text = re.sub(r"\]\([^)]*\)", "]", text)  # link targets
+    text = RANGE_SUFFIX.sub(r"\1\3–\2\3", text)  # "3.8–5.7k" is 3.8k and 5.7k
+    text = MEASURED_AT.sub("", text)
+    found = []
+    for m in FIGURE.finditer(text):
+        whole, decimals, scale = m.group(1), m.group(2) or "", m.group(3) or ""
+        value = float(whole.replace(",", "") + decimals)
+        places = len(decimals) - 1 if decimals else 0
+        if scale == "k":
+            value, places = value * 1_000, places - 3
+        elif scale == "M":
+            value, places = value * 1_000_000, places - 6
+        found.append((m.group(0).strip(), value, places))
+    return found
+
+
+def numbers_in(text: str) -> list[float]:
+    return [float(m.group(1).replace(",", "") + (m.group(2) or "")) for m in NUMBER.finditer(text)]
+
+
+def matches(value: float, places: int, numbers: list[float]) -> bool:
+    half = 0.5 * 10 ** (-places)
+    return any(abs(n - value) <= half + 1e-9 for n in numbers)
+
+
+def git(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=False)
+
+
+def commit_known(sha: str) -> str | None:
+    """None if ``sha`` is in this clone, else why not (a shallow clone says how to fix it)."""
+    if git("cat-file", "-e", f"{sha}^{{commit}}").returncode == 0:
+        return None
+    if git("rev-parse", "--is-shallow-repository").stdout.strip() == "true":
+        return (f"commit {sha} is not in this shallow clone; fetch the history "
+                "(git fetch --unshallow) and run make check-docs again")
+    return f"commit {sha} does not exist in this repository"
+
+
+def recorded_commit(path: Path) -> tuple[str | None, str | None]:
+    """(commit the results file records, problem) — one of them is None."""
+    found = RECORDED.search(path.read_text(encoding="utf-8"))
+    if not found or found.group(1) == "unknown":
+        return None, f"{path.relative_to(REPO)} does not record the commit it measured (hrag-pg commit: <sha>)"
+    if found.group(2):
+        return None, f"{path.relative_to(REPO)} was measured with uncommitted changes ({found.group(0).strip()})"
+    return found.group(1), None
+
+
+def last_written(path: Path) -> str | None:
+    """The commit that last changed ``path`` (for results written before they recorded their commit)."""
+    return git("log", "-1", "--format=%h", "--", str(path.relative_to(REPO))).stdout.strip() or None
+
+
+def check(readme_path: Path = REPO / "README.md") -> list[str]:
+    problems: list[str] = []
+    blocks = performance_blocks(readme_path.read_text(encoding="utf-8"))
+    for block in blocks:
+        found = figures(block.text)
+        if not found:
+            continue
+        where = f"README.md:{block.line}"
+        if not block.sources:
+            problems.append(f"{where}: figures {[f for f, _, _ in found]} cite no results file "
+                            "(add <!-- figures: bench/results/FILE.md --> before the paragraph)")
+            continue
+        paths = [REPO / s for s in block.sources]
+        missing = [str(p.relative_to(REPO)) for p in paths if not p.is_file()]
+        if missing:
+            problems.append(f"{where}: cited results file(s) {missing} do not exist")
+            continue
+        numbers = [n for p in paths for n in numbers_in(p.read_text(encoding="utf-8"))]
+        for written, value, places in found:
+            if not matches(value, places, numbers):
+                problems.append(f"{where}: figure {written!r} is not in {', '.join(block.sources)}")
+        marked = [m.group(1) for b in blocks if b.group == block.group for m in MEASURED_AT.finditer(b.text)]
+        for path in paths:
+            sha, problem = recorded_commit(path)
+            name = str(path.relative_to(REPO))
+            if marked:
+                expected = sha or last_written(path)
+                if not any(expected and (m.startswith(expected[:7]) or expected.startswith(m[:7])) for m in marked):
+                    source = f"records {sha}" if sha else f"records no commit and was last written at {expected}"
+                    problems.append(f"{where}: says 'measured at {', '.join(marked)}' but {name} {source}")
+                continue
+            if problem:
+                problems.append(f"{where}: {problem}; re-run the benchmark or mark the figures "
+                                "'measured at <commit>'")
+                continue
+            assert sha is not None
+            unknown = commit_known(sha)
+            if unknown:
+                problems.append(f"{where}: {unknown}")
+                continue
+            if git("diff", "--quiet", sha, "HEAD", "--", "hrag_pg", "sql").returncode != 0:
+                problems.append(f"{where}: {name} measured commit {sha}, but hrag_pg/ or sql/ changed since; "
+                                f"re-run the benchmark or mark the figures 'measured at {sha}'")
+    return problems
+
+
+def main() -> int:
+    problems = check()
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if problems:
+        print(f"check-docs: {len(problems)} problem(s) in the README's Performance section", file=sys.stderr)
+        return 1
+    print("check-docs: every figure of the README's Performance section is in the results file it cites")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""`make check-docs` (bench/check_docs.py) fails on the README faults it exists to catch."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def check_docs() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("check_docs", REPO / "bench" / "check_docs.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["check_docs"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _readme(tmp_path: Path, old: str, new: str) -> Path:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert old in text, f"the README no longer contains {old!r}: update this test"
+    path = tmp_path / "README.md"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return path
+
+
+def test_a_figure_missing_from_its_results_file_is_reported(check_docs: ModuleType, tmp_path: Path) -> None:
+    # The stale figure of issue 14: 0.69 came from a replaced run.
+    readme = _readme(tmp_path, "is 0.58 with", "is 0.58–0.69 with")
+    problems = check_docs.check(readme)
+    assert any("figure '0.69' is not in bench/results/scale-full.md" in p for p in problems), problems
+
+
+def test_figures_of_older_code_need_an_explicit_measured_at(check_docs: ModuleType, tmp_path: Path) -> None:
+    readme = _readme(tmp_path, "hrag-pg's figures were\nmeasured at 2418218;", "hrag-pg's figures were\nfresh;")
+    problems = check_docs.check(readme)
+    assert any("bench/results/full.md measured commit 2418218, but hrag_pg/ or sql/ changed since" in p
+               or "not in this shallow clone" in p for p in problems), problems
+
+
+def test_a_wrong_measured_at_is_reported(check_docs: ModuleType, tmp_path: Path) -> None:
+    readme = _readme(tmp_path, "SQL on synthetic trees (D=384; measured at 3a6c9c8",
+                     "SQL on synthetic trees (D=384; measured at 2418218")
+    problems = check_docs.check(readme)
+    assert any("scale-full.md records no commit and was last written at" in p for p in problems), problems
+
+
+def test_an_uncited_paragraph_with_figures_is_reported(check_docs: ModuleType, tmp_path: Path) -> None:
+    readme = _readme(tmp_path, "<!-- figures: bench/results/full.md -->\nMeasured on", "Measured on")
+    problems = check_docs.check(readme)
+    assert any("cite no results file" in p for p in problems), problems
+
+
+@pytest.mark.parametrize(("written", "value", "places"), [("1.7k", 1700.0, -2), ("6.3 M", 6_300_000.0, -5),
+                                                  ("2,000", 2000.0, 0), ("79", 79.0, 0), ("0.58", 0.58, 2)])
+def test_figures_are_read_with_their_precision(check_docs: ModuleType, written: str, value: float,
+                                               places: int) -> None:
+    [(_, got, got_places)] = check_docs.figures(f"about {written} nodes")
+    assert (got, got_places) == (value, places)
+    assert check_docs.matches(got, got_places, [value + 0.4 * 10 ** (-places)])
+    assert not check_docs.matches(got, got_places, [value + 0.6 * 10 ** (-places)])
