@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-pg16 lint check-docs schema bench clean
+.PHONY: install demo test test-pg16 test-distributed lint check-docs schema bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,9 +21,16 @@ install: $(BIN)/.installed
 demo: install  ## the main job: embedded PostgreSQL, migrate, ingest the examples, ask the seed's questions
 	$(BIN)/hrag demo
 
-test: install  ## the whole suite on PostgreSQL 18, then the database layers again on PostgreSQL 16
+test: install  ## the whole suite on PostgreSQL 18 (tests/distributed included), then the database layers again on PostgreSQL 16
 	$(BIN)/python -m pytest
 	$(MAKE) --no-print-directory test-pg16
+
+# Citus is built once per machine from ../shared/citus (or HRAG_CITUS_SOURCE) into the user cache dir
+# (HRAG_CITUS_CACHE), keyed by the source's hash; the tests start a coordinator and two workers and stop them.
+# Without a build or the source, the distributed tests are skipped with the reason.
+test-distributed: install  ## build or reuse Citus, start a coordinator + 2 workers, run tests/distributed, stop
+	$(BIN)/python -m tests.distributed.cluster build
+	$(BIN)/python -m pytest -q -rs tests/distributed
 
 PG16_DIR := .pg16
 test-pg16: install  ## integration, migration and reliability tests against PostgreSQL 16 + pgvector 0.8.5

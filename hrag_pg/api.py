@@ -39,7 +39,7 @@ from .ingest.pipeline import IngestOptions, Strategy, prepare_tree
 from .ingest.sources import name_files, old_names
 from .ingest.text import TextFormat, check_metadata, check_source, load_text
 from .ingest.tree import DocumentTree
-from .models import Context, IngestResult, RetrievalResult
+from .models import ChildChunk, Context, IngestResult, ParentChunk, RetrievalResult
 from .repository import Progress, Repository
 from .rerank import Reranker
 from .retrievers import AutoMergingRetriever, AutoRetriever, BaseRetriever, ParentChildRetriever, retriever_for
@@ -278,6 +278,23 @@ class HRAG:
     def node_text(self, node_id: Any) -> str | None:
         """Full text of any node (its own text plus its descendants', document order)."""
         return self.repository.node_text(node_id)
+
+    def parent_chunk(self, node_id: Any) -> ParentChunk | None:
+        """Any node as a :class:`ParentChunk`: its full text and its children's ids (None if unknown).
+
+        Handy to expand a ``matched_children`` id or a search hit's parent by hand.
+        """
+        node = self.repository.get_node(node_id)
+        if node is None:
+            return None
+        return ParentChunk(id=node.id, doc_id=node.document_id, title=node.title,
+                           content=self.repository.node_text(node.id) or "",
+                           child_ids=[c.id for c in self.repository.children(node.id)], metadata=node.metadata)
+
+    def child_chunks(self, parent_id: Any) -> list[ChildChunk]:
+        """The children of a node as :class:`ChildChunk` (own text, no embedding), in document order."""
+        return [ChildChunk(id=c.id, parent_id=c.parent_id, doc_id=c.document_id, content=c.content,
+                           metadata=c.metadata) for c in self.repository.children(parent_id)]
 
     def delete(self, source: str, collection: str = "default") -> bool:
         """Delete a source and its whole tree; False if it was not stored."""

@@ -159,6 +159,27 @@ def migrate_cmd(
     console.print(f"migrated {db.redact(url)} to revision {current} (embedding dimension {dim})", highlight=False)
 
 
+@app.command("distribute")
+@clear_errors
+def distribute_cmd(
+    shard_count: int = typer.Option(None, "--shard-count", min=1,
+                                    help="Shards per table (default: citus.shard_count)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Distribute documents and nodes by document over a Citus cluster (run `hrag migrate` first; idempotent)."""
+    from . import db
+    from .distribute import distribute
+
+    url = db.resolve_url()
+    db.check_reachable(url)
+    rows = distribute(url, shard_count=shard_count)
+    if as_json:
+        print_json([{"name": r.name, "distribution": r.distribution, "action": r.action} for r in rows])
+        return
+    for r in rows:
+        console.print(f"{r.name}: {r.action} ({r.distribution})", highlight=False)
+
+
 # ----------------------------------------------------------------- shared bits
 
 
@@ -250,7 +271,9 @@ def ingest_cmd(
     collection: str = typer.Option("default", "--collection", "-c", help="Collection (namespace) to write into."),
     strategy: str = typer.Option(None, "--strategy", "-s",
                                  help="Parent strategy: headings|clauses|pages|code|window (default: by file type)."),
-    child: str = typer.Option("paragraph", "--child", help="Child strategy: paragraph|sentence|fact|function|none."),
+    child: str = typer.Option("paragraph", "--child",
+                              help="Child strategy: paragraph|sentence|fact|function|none (function: one child per "
+                                   "top-level def/class of Python code blocks in documents; qa needs the Python API)."),
     max_child_tokens: int = typer.Option(150, help="Split children longer than this many tokens."),
     overlap_tokens: int = typer.Option(25, help="Tokens of overlap embedded with each split child."),
     max_parent_tokens: int = typer.Option(3000, help="Split parents longer than this many tokens."),
@@ -273,6 +296,9 @@ def ingest_cmd(
     """
     from .ingest.pipeline import IngestOptions
 
+    if child == "qa":
+        raise ValueError("--child qa needs a question generator, which only the Python API takes: "
+                         "HRAG.ingest(paths, options=IngestOptions(child='qa'), question_generator=...)")
     options = IngestOptions(strategy=strategy, child=child, max_child_tokens=max_child_tokens,  # type: ignore[arg-type]
                             overlap_tokens=overlap_tokens, max_parent_tokens=max_parent_tokens,
                             window_tokens=window_tokens, errors=errors)  # type: ignore[arg-type]

@@ -29,7 +29,7 @@ class Node(BaseModel):
 
 
 class ParentChunk(BaseModel):
-    """A parent: the context handed to the LLM (full text of its subtree)."""
+    """A parent: the context handed to the LLM (full text of its subtree); see ``HRAG.parent_chunk``."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -42,7 +42,7 @@ class ParentChunk(BaseModel):
 
 
 class ChildChunk(BaseModel):
-    """A child: what the vector search matches."""
+    """A child: what the vector search matches; see ``HRAG.child_chunks``."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 

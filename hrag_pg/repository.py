@@ -11,6 +11,10 @@ Writes follow the consistency rules listed under "Guarantees" in the README:
 * a document's whole tree and all its embeddings are written in **one
   transaction** (upsert the document row, delete its old nodes, COPY the new
   ones), so a crash leaves the previous version intact and nothing partial;
+* the document row is upserted ON CONFLICT (id): the id is uuid5 of
+  (collection, source), so the primary key keeps sources unique, also on
+  Citus where documents are distributed by id and a UNIQUE (collection,
+  source) cannot exist (see sql/0009_distributable.sql);
 * writers of the same (collection, source) are serialised by a transaction
   advisory lock; writers of different sources never wait for each other;
 * children whose embedded text is unchanged keep their stored embedding
@@ -48,12 +52,12 @@ Progress = Callable[[str, int, int], None]
 _NODE_COLUMNS = (
     "id", "document_id", "collection", "parent_id", "depth", "position", "kind", "title",
     "heading_path", "content", "token_count", "child_count", "seq", "subtree_end",
-    "content_hash", "embedding", "metadata", "subtree_tokens",
+    "content_hash", "embedding", "metadata", "subtree_tokens", "separator",
 )
 _NODE_TYPES = (
     "uuid", "uuid", "text", "uuid", "int4", "int4", "text", "text",
     "text[]", "text", "int4", "int4", "int4", "int4",
-    "text", "vector", "jsonb", "int4",
+    "text", "vector", "jsonb", "int4", "text",
 )
 COPY_CHUNK = 2000
 
@@ -76,17 +80,18 @@ def to_hit(row: dict[str, Any]) -> SearchHit:
 _SHAPE_COLUMNS = ["parent_id", "depth", "position", "seq", "subtree_end", "child_count"]
 #: The columns an in-place update rewrites.
 _TEXT_COLUMNS = ["kind", "title", "heading_path", "content", "token_count", "content_hash", "metadata",
-                 "subtree_tokens"]
+                 "subtree_tokens", "separator"]
 
 
 def _text_values(n: Any, *, json: bool = False) -> tuple[Any, ...]:
     return (n.kind, n.title, list(n.heading_path), n.content, n.token_count, n.content_hash,
-            Jsonb(n.metadata) if json else n.metadata, n.subtree_tokens)
+            Jsonb(n.metadata) if json else n.metadata, n.subtree_tokens, n.separator)
 
 
 def _comparable(values: tuple[Any, ...]) -> tuple[Any, ...]:
-    kind, title, heading_path, content, token_count, content_hash, metadata, subtree_tokens = values
-    return (kind, title, list(heading_path or []), content, token_count, content_hash, metadata, subtree_tokens)
+    kind, title, heading_path, content, token_count, content_hash, metadata, subtree_tokens, separator = values
+    return (kind, title, list(heading_path or []), content, token_count, content_hash, metadata, subtree_tokens,
+            separator)
 
 
 def _same_shape(doc: FlatDocument, old_rows: dict[uuid.UUID, tuple[Any, ...]]) -> bool:
@@ -245,11 +250,13 @@ class Repository:
                 """
                 INSERT INTO hrag.documents AS d (id, collection, source, title, content_hash, metadata)
                 VALUES (:id, :collection, :source, :title, :hash, CAST(:metadata AS jsonb))
-                ON CONFLICT (collection, source) DO UPDATE
+                ON CONFLICT (id) DO UPDATE
                    SET title = EXCLUDED.title,
                        content_hash = EXCLUDED.content_hash,
                        metadata = EXCLUDED.metadata,
-                       updated_at = now()
+                       -- the proposed row's default, now(): Citus refuses
+                       -- non-immutable functions in DO UPDATE SET
+                       updated_at = EXCLUDED.updated_at
                 """
             ),
             {"id": doc.id, "collection": doc.collection, "source": doc.source, "title": doc.title,
@@ -291,9 +298,12 @@ class Repository:
                 embedding = stored.get(n.content_hash)
                 if embedding is None:
                     embedding = fresh[n.embed_text]
-            rows.append((*_text_values(n, json=True), embedding, n.id))
+            rows.append((*_text_values(n, json=True), embedding, doc.id, n.id))
         with _driver(conn).cursor() as cur:
-            cur.executemany(f"UPDATE hrag.nodes SET {assignments}, embedding = %s WHERE id = %s", rows)
+            # keyed by (document_id, id): on Citus, each update goes to the one shard holding the document
+            cur.executemany(
+                f"UPDATE hrag.nodes SET {assignments}, embedding = %s WHERE document_id = %s AND id = %s", rows
+            )
 
     @staticmethod
     def _embed(embedder: Embedder, texts: list[str], dim: int, progress: Progress | None) -> list[np.ndarray]:
@@ -351,7 +361,7 @@ class Repository:
                     copy.write_row((
                         n.id, doc.id, doc.collection, n.parent_id, n.depth, n.position, n.kind, n.title,
                         n.heading_path, n.content, n.token_count, n.child_count, n.seq, n.subtree_end,
-                        n.content_hash, embedding, Jsonb(n.metadata), n.subtree_tokens,
+                        n.content_hash, embedding, Jsonb(n.metadata), n.subtree_tokens, n.separator,
                     ))
                     if i % COPY_CHUNK == 0 or i == total:
                         if progress:
@@ -368,7 +378,7 @@ class Repository:
             conn.execute(
                 sa.text(
                     "INSERT INTO hrag.documents (id, collection, source, title, content_hash) "
-                    "VALUES (:id, :c, :s, :t, :h) ON CONFLICT (collection, source) DO UPDATE "
+                    "VALUES (:id, :c, :s, :t, :h) ON CONFLICT (id) DO UPDATE "
                     "SET content_hash = EXCLUDED.content_hash"
                 ),
                 {"id": doc.id, "c": doc.collection, "s": doc.source, "t": doc.title, "h": doc.content_hash},

@@ -6,10 +6,104 @@ Kept private: the public surface is one ``parse_*`` function per strategy.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from hrag_pg.ingest.tree import DraftNode
 
 _BLANK_LINE_RE = re.compile(r"\n[ \t\f\v\r]*\n")
+
+
+def normalise_text(text: str) -> str:
+    """The text every reader works on: a leading BOM dropped, CRLF and CR turned into LF.
+
+    Together with the leading and trailing whitespace of the whole document
+    (which no node holds), this is the only difference between a document
+    and ``node_text`` of its root.
+    """
+    return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+
+
+class TextCursor:
+    """Cuts node contents out of one text, in document order, and records what lies between.
+
+    Every reader that works on text hands its nodes' spans to :meth:`take` in
+    document order; the text between the end of the previous content and the
+    start of the next one (blank lines, markers a reader skipped, a page
+    break) becomes the next node's ``separator``, so the tree reproduces the
+    document exactly.  Contents are trimmed: trailing whitespace and leading
+    blank lines move into the separators (``lstrip=True``, and always for
+    the document's first content, moves all leading whitespace).
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.end: int | None = None  # end of the last content handed out
+        self._line_starts: list[int] | None = None
+
+    def take(self, start: int, end: int, *, lstrip: bool = False) -> tuple[str, str] | None:
+        """(separator, content) of ``text[start:end]`` trimmed, or None if it is blank."""
+        text = self.text
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        if lstrip or self.end is None:
+            while start < end and text[start].isspace():
+                start += 1
+        else:
+            while start < end:
+                newline = text.find("\n", start, end)
+                if newline < 0 or text[start:newline].strip():
+                    break
+                start = newline + 1  # a blank line: it belongs to the separator
+        if start >= end:
+            return None
+        previous = self.end if self.end is not None else 0
+        if start < previous:
+            raise ValueError(f"node text at offset {start} overlaps the previous node (ends at {previous})")
+        self.end = end
+        return text[previous:start], text[start:end]
+
+    def node(self, start: int, end: int, kind: str, *, lstrip: bool = False, **fields: object) -> DraftNode | None:
+        """A node whose content is ``text[start:end]`` trimmed (None if blank)."""
+        taken = self.take(start, end, lstrip=lstrip)
+        if taken is None:
+            return None
+        separator, content = taken
+        return DraftNode(kind=kind, content=content, separator=separator, **fields)  # type: ignore[arg-type]
+
+    def leaf(self, parent: DraftNode, start: int, end: int, kind: str, *, lstrip: bool = False,
+             **fields: object) -> DraftNode | None:
+        """Append a leaf cut from ``text[start:end]`` unless it is blank."""
+        node = self.node(start, end, kind, lstrip=lstrip, **fields)
+        return add_child(parent, node) if node is not None else None
+
+    # -- lines (0-based indexes into text.split("\n")) -------------------------------
+    @property
+    def line_starts(self) -> list[int]:
+        if self._line_starts is None:
+            starts = [0]
+            find = self.text.find
+            pos = find("\n")
+            while pos >= 0:
+                starts.append(pos + 1)
+                pos = find("\n", pos + 1)
+            self._line_starts = starts
+        return self._line_starts
+
+    def lines_span(self, first: int, stop: int) -> tuple[int, int]:
+        """Offsets of lines ``first`` up to (not including) ``stop``, without the last newline."""
+        starts = self.line_starts
+        end = starts[stop] - 1 if stop < len(starts) else len(self.text)
+        return starts[first], max(end, starts[first])
+
+
+def block_spans(text: str, start: int = 0, end: int | None = None) -> Iterator[tuple[int, int]]:
+    """(start, end) of the blank-line separated blocks of ``text[start:end]`` (blank blocks included)."""
+    end = len(text) if end is None else end
+    pos = start
+    for match in _BLANK_LINE_RE.finditer(text, start, end):
+        yield pos, match.start()
+        pos = match.end()
+    yield pos, end
 
 
 def add_child(parent: DraftNode, child: DraftNode) -> DraftNode:
@@ -37,24 +131,23 @@ def add_leaf(parent: DraftNode, kind: str, text: str, **fields: object) -> Draft
     return add_child(parent, DraftNode(kind=kind, content=text, **fields))  # type: ignore[arg-type]
 
 
-def split_blocks(text: str) -> list[str]:
-    """Blank-line separated blocks, stripped, blanks dropped."""
-    return [block.strip() for block in _BLANK_LINE_RE.split(text) if block.strip()]
-
-
 def has_leaf_text(root: DraftNode) -> bool:
     return any(leaf.content.strip() for leaf in root.leaves())
 
 
-def open_section(stack: list[tuple[int, DraftNode]], level: int, text: str) -> DraftNode:
+def open_section(stack: list[tuple[int, DraftNode]], level: int, text: str, *,
+                 content: str | None = None, separator: str = "\n\n") -> DraftNode:
     """Open a heading's section: close sections at this level or deeper, nest under the nearest shallower one.
 
     ``stack`` holds (level, node) pairs from the root (level 0) down; Markdown
-    and HTML headings both build their trees this way.
+    and HTML headings both build their trees this way.  ``text`` is the
+    heading's text (title and key); ``content`` is the heading as written
+    (Markdown keeps its ``#`` markers), by default ``text``.
     """
     while stack[-1][0] >= level:
         stack.pop()
-    node = DraftNode(kind="section", content=text, title=text, key=text, metadata={"level": level})
+    node = DraftNode(kind="section", content=text if content is None else content, title=text, key=text,
+                     metadata={"level": level}, separator=separator)
     add_child(stack[-1][1], node)
     stack.append((level, node))
     return node

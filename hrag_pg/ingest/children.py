@@ -4,7 +4,9 @@ Parents give the LLM context; children are what the vector search matches,
 so children must be small (~150 tokens, one idea each).  Each splitter
 replaces a leaf *in place* by several sibling leaves whose contents,
 concatenated, are exactly the original text: nothing is lost and nothing is
-stored twice.  The overlap that keeps a term cut at a boundary searchable
+stored twice.  The first piece keeps the leaf's ``separator``; the others
+continue its text, so their separator is empty (pieces carry their own
+trailing whitespace).  The overlap that keeps a term cut at a boundary searchable
 lives in ``overlap_prefix``, which is embedded but not stored as content.
 
 - :func:`split_paragraphs` — cap leaves at ``max_tokens`` (sentence, then
@@ -12,12 +14,17 @@ lives in ``overlap_prefix``, which is embedded but not stored as content.
 - :func:`split_sentences` — groups of 1–3 sentences.
 - :func:`extract_facts` — one "fact" leaf per sentence carrying a number or
   a requirement (金額, 日数, must/shall), the rest kept as remainder leaves.
+- :func:`split_functions` — Python code blocks inside documents (Markdown
+  fences, HTML ``<pre>``) cut into one "function" leaf per top-level
+  ``def``/``class``.  (The code strategy already makes every function and
+  method its own leaf, so for ``.py`` files this changes nothing.)
 - :func:`add_qa_children` — questions from a pluggable generator as "qa"
   children of each leaf (the leaf becomes their parent: question → answer).
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterable
 from typing import Protocol, runtime_checkable
@@ -183,7 +190,11 @@ def pieces_as_leaves(
     overlap_tokens: int = 0,
     counter: TokenCounter = DEFAULT_COUNTER,
 ) -> list[DraftNode]:
-    """Sibling leaves replacing ``leaf``: same title, keys "#1"…, part numbers in metadata."""
+    """Sibling leaves replacing ``leaf``: same title, keys "#1"…, part numbers in metadata.
+
+    ``pieces`` must concatenate to ``leaf.content``: the first piece takes the
+    leaf's separator, each later one continues it (separator ``""``).
+    """
     kinds = list(kinds) if kinds is not None else [leaf.kind] * len(pieces)
     nodes: list[DraftNode] = []
     for i, (piece, kind) in enumerate(zip(pieces, kinds, strict=True), start=1):
@@ -199,6 +210,7 @@ def pieces_as_leaves(
                 metadata=metadata,
                 overlap_prefix=overlap,
                 key=f"{leaf.key}#{i}" if leaf.key is not None else None,
+                separator=leaf.separator if i == 1 else "",
             )
         )
     return nodes
@@ -299,6 +311,63 @@ def extract_facts(tree: DocumentTree) -> DocumentTree:
     return _replace_leaves(tree, replace)
 
 
+#: Fence languages read as Python by :func:`split_functions` (a block without a language counts too).
+PYTHON_LANGUAGES = frozenset({"python", "py", "python3", "py3"})
+_TOP_LEVEL_DEF_RE = re.compile(r"(?:async[ \t]+def|def|class)[ \t]+\w")
+
+
+def function_pieces(code: str) -> list[tuple[str, bool]]:
+    """Cut ``code`` before every top-level ``def``/``class`` (with its decorators and comments above).
+
+    Returns (piece, is_definition) pairs whose pieces concatenate to ``code``.
+    """
+    lines = code.split("\n")
+    starts: list[int] = []
+    for i, line in enumerate(lines):
+        if not _TOP_LEVEL_DEF_RE.match(line):
+            continue
+        start = i
+        while start > 0 and lines[start - 1][:1] in ("@", "#"):
+            start -= 1  # decorators and comment lines directly above belong to the definition
+        if not starts or start > starts[-1]:
+            starts.append(start)
+    if not starts:
+        return [(code, False)]
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line) + 1)
+    cuts = [0, *(offsets[s] for s in starts if s > 0), len(code)]
+    pieces: list[tuple[str, bool]] = []
+    for begin, end in itertools.pairwise(cuts):
+        piece = code[begin:end]
+        if piece:
+            pieces.append((piece, begin in {offsets[s] for s in starts}))
+    return pieces
+
+
+def split_functions(tree: DocumentTree) -> DocumentTree:
+    """Cut Python code leaves into one "function" leaf per top-level definition.
+
+    A fenced block or ``<pre>`` (kind "code") whose language is Python or
+    not given is cut before each top-level ``def``/``async def``/``class``
+    line, keeping the decorators and comment lines directly above it; the
+    pieces are "function" leaves (``metadata["source_kind"] = "code"``),
+    the code before the first definition stays "code".  Nothing is lost:
+    the pieces concatenate to the block.  Mutates and returns ``tree``.
+    """
+
+    def replace(leaf: DraftNode) -> list[DraftNode] | None:
+        if leaf.kind != "code" or str(leaf.metadata.get("language", "python")).lower() not in PYTHON_LANGUAGES:
+            return None
+        pieces = function_pieces(leaf.content)
+        if not any(is_def for _, is_def in pieces) or len(pieces) < 2:
+            return None
+        return pieces_as_leaves(leaf, [piece for piece, _ in pieces],
+                                kinds=["function" if is_def else "code" for _, is_def in pieces])
+
+    return _replace_leaves(tree, replace)
+
+
 @runtime_checkable
 class QuestionGenerator(Protocol):
     """Writes questions a passage answers (an LLM, a template, a human list)."""
@@ -339,6 +408,7 @@ __all__ = [
     "is_fact",
     "pieces_as_leaves",
     "sentence_spans",
+    "split_functions",
     "split_paragraphs",
     "split_sentences",
     "split_text",

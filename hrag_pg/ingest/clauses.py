@@ -16,11 +16,13 @@ Levels, outermost first:
 5. items — 1. １. １ (1) （1） ① 一 8.1 (kind "item", always leaves)
 
 N may be arabic, full-width or kanji (第十二条).  Lines may carry Markdown
-heading markers (``# 第4条：諸手当``), which are stripped.  A heading node's
-``content`` is its heading line; the text between the heading and the first
-item becomes a "paragraph" leaf; an item's content is its original line(s),
-number included.  Other Markdown headings (``## 附則``) become sections that
-close the open article.
+heading markers (``# 第4条：諸手当``), which are stripped from titles.  A
+heading node's ``content`` is its heading line as written; the text between
+the heading and the first item becomes a "paragraph" leaf; an item's content
+is its original line(s), number included.  Other Markdown headings
+(``## 附則``) become sections that close the open article.  Separators keep
+the blank lines and indentation in between, so the root's full text is the
+document.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from hrag_pg.ingest._common import add_child, add_leaf
+from hrag_pg.ingest._common import TextCursor, add_child, normalise_text
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
 
 NUM = r"[0-9０-９〇零一二三四五六七八九十百千]+"
@@ -145,59 +147,75 @@ def looks_like_clauses(text: str) -> bool:
 
 
 class _Builder:
-    def __init__(self) -> None:
+    """Reads the lines once; headings open nodes, other lines gather into item/paragraph blocks."""
+
+    def __init__(self, text: str) -> None:
+        self.cursor = TextCursor(text)
         self.root = DraftNode(kind="document", content="")
         self.stack: list[tuple[float, DraftNode]] = [(0, self.root)]
-        self.block: list[str] = []
+        self.block: tuple[int, int] | None = None  # first and last line of the open block
         self.block_kind: str | None = None
         self.block_key: str | None = None
         self.first_h1: str | None = None
 
     def flush(self) -> None:
-        if self.block_kind is not None:
-            add_leaf(self.stack[-1][1], self.block_kind, "\n".join(self.block), key=self.block_key)
-        self.block, self.block_kind, self.block_key = [], None, None
+        if self.block_kind is not None and self.block is not None:
+            first, last = self.block
+            self.cursor.leaf(self.stack[-1][1], *self.cursor.lines_span(first, last + 1), self.block_kind,
+                             lstrip=True, key=self.block_key)
+        self.block, self.block_kind, self.block_key = None, None, None
 
-    def open(self, level: float, node: DraftNode) -> None:
+    def _start_block(self, index: int, kind: str, key: str | None = None) -> None:
         self.flush()
+        self.block, self.block_kind, self.block_key = (index, index), kind, key
+
+    def _heading_node(self, index: int, kind: str, title: str, key: str | None,
+                      metadata: dict[str, object] | None = None) -> DraftNode:
+        """A node whose content is heading line ``index`` as written (Markdown markers included)."""
+        taken = self.cursor.take(*self.cursor.lines_span(index, index + 1), lstrip=True)
+        assert taken is not None  # heading lines are not blank
+        separator, content = taken
+        return DraftNode(kind, content=content, title=title, key=key, metadata=metadata or {},
+                         separator=separator)
+
+    def open(self, level: float, index: int, kind: str, title: str, key: str | None,
+             metadata: dict[str, object] | None = None) -> None:
+        self.flush()
+        node = self._heading_node(index, kind, title, key, metadata)
         while self.stack[-1][0] >= level:
             self.stack.pop()
         add_child(self.stack[-1][1], node)
         self.stack.append((level, node))
 
-    def line(self, raw: str) -> None:
+    def line(self, index: int, raw: str) -> None:
         md = _MD_HEADING_RE.match(raw)
         line = (raw[md.end() :] if md else raw).strip()
         if not line:
             if md is None:
                 self.flush()  # blank line ends a paragraph or item
-            return
+                return
+            line = raw.strip()  # a bare "#": no heading, but its text is kept
+            md = None
         if heading := classify_heading(line):
-            node = DraftNode(
-                heading.kind,
-                content=line,
-                title=line,
-                key=heading.key,
-                metadata=dict(heading.metadata),
-            )
-            self.open(heading.level, node)
+            self.open(heading.level, index, heading.kind, line, heading.key, dict(heading.metadata))
         elif md is not None:
             if len(md.group(1)) == 1 and self.first_h1 is None:
                 self.first_h1 = line
-            if self.first_h1 == line and len(self.stack) == 1 and not self.root.children:
-                self.flush()
+            self.flush()
+            if self.first_h1 == line and len(self.stack) == 1 and not self.root.children \
+                    and not self.root.content:
                 # The document's own title line is the root's text: it reads
                 # first in node_text(root) without becoming a search target.
-                self.root.content = line
+                root = self._heading_node(index, "document", line, None)
+                self.root.content, self.root.separator = root.content, root.separator
             else:
-                self.open(2.5, DraftNode("section", content=line, title=line, key=line))
+                self.open(2.5, index, "section", line, line)
         elif marker := item_marker(line):
-            self.flush()
-            self.block, self.block_kind, self.block_key = [raw.strip()], "item", marker
-        elif self.block_kind is not None:
-            self.block.append(raw.strip())  # continuation of the item or paragraph
+            self._start_block(index, "item", marker)
+        elif self.block is not None:
+            self.block = (self.block[0], index)  # continuation of the item or paragraph
         else:
-            self.block, self.block_kind = [raw.strip()], "paragraph"
+            self._start_block(index, "paragraph")
 
 
 def parse_clauses(text: str, source: str, *, title: str | None = None) -> DocumentTree:
@@ -206,9 +224,9 @@ def parse_clauses(text: str, source: str, *, title: str | None = None) -> Docume
     The document title is ``title`` if given, else the first non-clause H1
     (``# 就業規則``).
     """
-    builder = _Builder()
-    for raw in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-        builder.line(raw)
+    builder = _Builder(normalise_text(text))
+    for index, raw in enumerate(builder.cursor.text.split("\n")):
+        builder.line(index, raw)
     builder.flush()
     root = builder.root
     doc_title = title if title is not None else builder.first_h1

@@ -2,20 +2,24 @@
 
 A question about a method is answered by the method (the child) and its
 class (the parent): attributes, the docstring and sibling methods give the
-context.  Text is stored once: a class node holds its source *without* its
-methods (signature, docstring, class attributes); each method is a
-"function" leaf with its full source, decorators and the comment lines right
-above it included.  Module-level statements between definitions (imports,
-constants) become "code" leaves, one per contiguous run of lines, so the
-whole file is preserved.
+context.  Text is stored once and in order: a class node holds its source up
+to its first method or nested class (decorators, signature, docstring, the
+attributes defined first); each method is a "function" leaf with its full
+source, decorators and the comment lines right above it included; any
+other statements of the class body after that (attributes defined between
+or after methods) become "code" leaves in their place.  Module-level
+statements between definitions (imports, constants) become "code" leaves,
+one per contiguous run of lines.  Separators keep the blank lines between
+all of these, so the root's full text is the file.
 """
 
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from hrag_pg.errors import IngestError
-from hrag_pg.ingest._common import add_child, add_leaf
+from hrag_pg.ingest._common import TextCursor, add_child, normalise_text
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -54,44 +58,49 @@ def _is_docstring(node: ast.stmt) -> bool:
     )
 
 
-def _text(lines: list[str], start: int, end: int) -> str:
-    return "\n".join(lines[start - 1 : end])
+def _leaf(cursor: TextCursor, parent: DraftNode, first: int, last: int, kind: str,
+          **fields: Any) -> DraftNode | None:
+    """A leaf holding lines ``first``..``last`` (1-based, inclusive), unless they are blank."""
+    if last < first:
+        return None
+    return cursor.leaf(parent, *cursor.lines_span(first - 1, last), kind, **fields)
 
 
-def _function_leaf(
-    parent: DraftNode, node: ast.stmt, start: int, lines: list[str], name: str
-) -> None:
-    add_leaf(
-        parent,
-        "function",
-        _text(lines, start, _end(node)),
-        title=name,
-        key=name,
-        metadata={"lineno": start, "end_lineno": _end(node)},
-    )
+def _body(cursor: TextCursor, lines: list[str], parent: DraftNode, body: list[ast.stmt], first: int,
+          last: int, prefix: str) -> None:
+    """Nodes for the statements ``body`` occupying lines ``first``..``last``, in order.
+
+    Functions become "function" leaves, classes "class" nodes; each run of
+    other lines between them (statements, comments) becomes one "code" leaf.
+    """
+    run = first  # first line not yet in a node
+    for node, start in zip(body, _starts(body, lines, first - 1), strict=True):
+        if not isinstance(node, (*_DEFS, ast.ClassDef)) or start < run:
+            continue
+        _leaf(cursor, parent, run, start - 1, "code", metadata={"lineno": run, "end_lineno": start - 1})
+        name = f"{prefix}{node.name}"
+        if isinstance(node, ast.ClassDef):
+            _class_node(cursor, parent, node, start, lines, name)
+        else:
+            _leaf(cursor, parent, start, _end(node), "function", title=name, key=name,
+                  metadata={"lineno": start, "end_lineno": _end(node)})
+        run = _end(node) + 1
+    _leaf(cursor, parent, run, last, "code", metadata={"lineno": run, "end_lineno": last})
 
 
-def _class_node(parent: DraftNode, node: ast.ClassDef, start: int, lines: list[str]) -> None:
+def _class_node(cursor: TextCursor, parent: DraftNode, node: ast.ClassDef, start: int, lines: list[str],
+                name: str) -> None:
+    """The class's own lines up to its first method (or nested class), then the rest of its body."""
     starts = _starts(node.body, lines, floor=node.lineno)
-    methods = [
-        (child, first) for child, first in zip(node.body, starts, strict=True) if isinstance(child, _DEFS)
-    ]
-    method_lines: set[int] = set()
-    for method, first in methods:
-        method_lines.update(range(first, _end(method) + 1))
-    own = [lines[n - 1] for n in range(start, _end(node) + 1) if n not in method_lines]
-    klass = add_child(
-        parent,
-        DraftNode(
-            kind="class",
-            content="\n".join(own).rstrip(),
-            title=node.name,
-            key=node.name,
-            metadata={"lineno": start, "end_lineno": _end(node)},
-        ),
-    )
-    for method, first in methods:
-        _function_leaf(klass, method, first, lines, f"{node.name}.{method.name}")
+    split = next((i for i, child in enumerate(node.body) if isinstance(child, (*_DEFS, ast.ClassDef))),
+                 len(node.body))
+    own_last = starts[split] - 1 if split < len(node.body) else _end(node)
+    klass = cursor.node(*cursor.lines_span(start - 1, own_last), "class", title=name, key=node.name,
+                        metadata={"lineno": start, "end_lineno": _end(node)})
+    assert klass is not None  # the "class" line is never blank
+    add_child(parent, klass)
+    if split < len(node.body):
+        _body(cursor, lines, klass, node.body[split:], starts[split], _end(node), f"{name}.")
 
 
 def parse_python(text: str, source: str, *, title: str | None = None) -> DocumentTree:
@@ -99,49 +108,21 @@ def parse_python(text: str, source: str, *, title: str | None = None) -> Documen
 
     Raises :class:`IngestError` naming the file and line on a syntax error.
     """
+    text = normalise_text(text)
     try:
         module = ast.parse(text, filename=source)
     except SyntaxError as exc:
         raise IngestError(f"{source}: Python syntax error at line {exc.lineno}: {exc.msg}") from exc
-    lines = text.splitlines()
+    cursor = TextCursor(text)
+    lines = text.split("\n")
     root = DraftNode(kind="document", content="", title=title or source.rsplit("/", 1)[-1])
-    run: list[int] = []  # first and last line of the current run of module-level statements
-
-    def flush(last: int) -> None:
-        if run:
-            add_leaf(
-                root,
-                "code",
-                _text(lines, run[0], last),
-                metadata={"lineno": run[0], "end_lineno": last},
-            )
-            run.clear()
-
     body = list(module.body)
-    covered = 0  # last line already assigned to a node
+    covered = 0  # last line already in a node
     if body and _is_docstring(body[0]):
         docstring = body.pop(0)
-        add_leaf(
-            root,
-            "paragraph",
-            _text(lines, 1, _end(docstring)),
-            key="__doc__",
-            metadata={"docstring": True},
-        )
+        _leaf(cursor, root, 1, _end(docstring), "paragraph", key="__doc__", metadata={"docstring": True})
         covered = _end(docstring)
-    for node, start in zip(body, _starts(body, lines, covered), strict=True):
-        if not run:
-            run.append(covered + 1)  # comments and blank lines since the last node join the run
-        if isinstance(node, (*_DEFS, ast.ClassDef)):
-            flush(start - 1)
-            if isinstance(node, ast.ClassDef):
-                _class_node(root, node, start, lines)
-            else:
-                _function_leaf(root, node, start, lines, node.name)
-        covered = _end(node)
-    if not run:
-        run.append(covered + 1)
-    flush(len(lines))
+    _body(cursor, lines, root, body, covered + 1, len(lines), "")
     metadata = {"strategy": "code", "language": "python"}
     return DocumentTree(source=source, root=root, title=root.title, metadata=metadata)
 

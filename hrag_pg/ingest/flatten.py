@@ -12,7 +12,12 @@ This is where the tree gets its identity and its bookkeeping:
   ``[heading > path] overlap+content`` so a child carries its context, while
   ``content`` stays the original text.
 * **Content hashes** over the embedded text and the model name, so an
-  unchanged child keeps its embedding across re-ingestion.
+  unchanged child keeps its embedding across re-ingestion; a structural
+  node's hash covers its text *and* its separator, and the document's hash
+  covers every node's separator, so a whitespace-only edit is a change.
+* **Separators**: each row keeps the original text between the previous
+  node with content and its own (see :class:`~hrag_pg.ingest.tree.DraftNode`),
+  from which ``hrag.node_text`` rebuilds any node's text exactly.
 """
 
 from __future__ import annotations
@@ -83,6 +88,8 @@ class NodeRow:
     embed_text: str | None = None
     #: token_count summed over the subtree's nodes with text: the unit of budgets (hrag.retrieve).
     subtree_tokens: int = 0
+    #: Original text between the previous row with content (in seq order) and this row's content.
+    separator: str = "\n\n"
 
 
 @dataclass
@@ -148,6 +155,7 @@ def flatten(
               ancestors_titles: list[str]) -> NodeRow:
         _check_text(tree, node, node.content, "content")
         _check_text(tree, node, node.title, "title")
+        _check_text(tree, node, node.separator, "separator")
         title = node.title if node.title else (root_title if depth == 0 else None)
         # A document's H1 usually repeats its title: don't say it twice in the path.
         repeats = bool(ancestors_titles) and ancestors_titles[-1] == title
@@ -175,12 +183,13 @@ def flatten(
             subtree_end=-1,
             content_hash="",
             metadata=metadata,
+            separator=node.separator,
         )
         if is_target:
             row.embed_text = embedding_text(ancestors_titles, node.overlap_prefix, search_text)
             row.content_hash = _sha("embed", model_name, row.embed_text)
         else:
-            row.content_hash = _sha("node", node.kind, title or "", content)
+            row.content_hash = _sha("node", node.kind, title or "", content, node.separator)
         doc.nodes.append(row)
 
         used: dict[str, int] = {}
@@ -203,7 +212,7 @@ def flatten(
         "document",
         doc.title or "",
         json.dumps(doc.metadata, sort_keys=True, ensure_ascii=False, default=str),
-        *(f"{n.id}{_SEP}{n.parent_id}{_SEP}{n.content_hash}{_SEP}"
+        *(f"{n.id}{_SEP}{n.parent_id}{_SEP}{n.content_hash}{_SEP}{n.separator}{_SEP}"
           f"{json.dumps(n.metadata, sort_keys=True, ensure_ascii=False, default=str)}" for n in doc.nodes),
     )
     return doc

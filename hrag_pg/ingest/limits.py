@@ -8,7 +8,8 @@ the context budget.  :func:`enforce_parent_limit` fixes this in two steps:
 2. every node whose children are all leaves and whose full text exceeds the
    limit is replaced by several sibling nodes of the same kind, each holding
    a contiguous run of the children within the limit.  The node's own text
-   (its heading line) stays in the first part only, so text is stored once;
+   (its heading line) stays in the first part only, so text is stored once
+   (later parts hold no text; their first child's separator carries on);
    titles become "Install (1/3)", "Install (2/3)"…, keys "Install#1"….  When
    the root itself is such a node, the runs are wrapped in "part" children.
 
@@ -28,15 +29,18 @@ from hrag_pg.ingest.tokens import DEFAULT_COUNTER, TokenCounter
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
 
 
-def _runs(
-    node: DraftNode, limit: int, counter: TokenCounter, separator: str
-) -> list[list[DraftNode]]:
+def _joined(nodes: list[DraftNode]) -> str:
+    """The text ``nodes`` (leaves, in order) read as, joined by their separators."""
+    return DraftNode(kind="part", children=nodes).full_text()
+
+
+def _runs(node: DraftNode, limit: int, counter: TokenCounter) -> list[list[DraftNode]]:
     """Greedy contiguous runs of ``node.children`` within ``limit`` (own text in the first)."""
     runs: list[list[DraftNode]] = []
     current: list[DraftNode] = []
+    own = [DraftNode(kind=node.kind, content=node.content)] if node.content else []
     for child in node.children:
-        head = [node.content] if not runs and node.content else []
-        candidate = separator.join(head + [c.content for c in (*current, child)])
+        candidate = _joined([*(own if not runs else []), *current, child])
         if current and counter.count(candidate) > limit:
             runs.append(current)
             current = [child]
@@ -58,6 +62,7 @@ def _parts(node: DraftNode, runs: list[list[DraftNode]]) -> list[DraftNode]:
             metadata={**node.metadata, "part": i, "parts": n},
             overlap_prefix=node.overlap_prefix if i == 1 else "",
             key=f"{node.key}#{i}" if node.key is not None else None,
+            separator=node.separator,
         )
         for i, run in enumerate(runs, start=1)
     ]
@@ -73,7 +78,6 @@ def enforce_parent_limit(
     max_parent_tokens: int = 3000,
     counter: TokenCounter = DEFAULT_COUNTER,
     on_oversize: Literal["split", "error"] = "split",
-    separator: str = "\n\n",
 ) -> DocumentTree:
     """Split (or refuse) parents whose full text exceeds ``max_parent_tokens``.
 
@@ -106,14 +110,14 @@ def enforce_parent_limit(
         if not all(child.is_leaf for child in node.children):
             node.children = [part for child in node.children for part in visit(child)]
             return [node]
-        tokens = counter.count(node.full_text(separator))
+        tokens = counter.count(node.full_text())
         if tokens <= limit:
             return [node]
         if on_oversize == "error":
             raise IngestError(
                 f"{_describe(tree, node)} has {tokens} tokens, over the {limit}-token limit"
             )
-        runs = _runs(node, limit, counter, separator)
+        runs = _runs(node, limit, counter)
         return [node] if len(runs) == 1 else _parts(node, runs)
 
     root = tree.root

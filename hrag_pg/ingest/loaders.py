@@ -107,7 +107,7 @@ def _plain_text(path: Path, file_type: str, errors: str) -> str:
         return "\n\n".join(pages)
     text = read_text(path, errors=errors)
     if file_type == "html":
-        return parse_html(text, str(path)).root.full_text("\n\n")
+        return parse_html(text, str(path)).root.full_text()
     return text
 
 

@@ -2,9 +2,11 @@
 
 Headings ``#``…``######`` become nested "section" nodes; the blocks under a
 heading (paragraphs, list items, fenced code, tables, block quotes) become its
-leaves.  A heading's ``content`` is its text without the ``#`` markers, so the
-section's full text reads like the document.  Lines starting with ``#``
-inside fenced code are code, not headings (shell comments, Python comments).
+leaves.  A heading's ``content`` is its line as written (``## Install``) and
+its title the text without the markers; every node's ``separator`` is the
+text that stood before it (one blank line, two, none), so the root's full
+text is the document.  Lines starting with ``#`` inside fenced code are
+code, not headings (shell comments, Python comments).
 
 This is a line-oriented reader for the common subset of CommonMark, not a
 full implementation: setext headings and indented code blocks are read as
@@ -14,8 +16,9 @@ paragraphs, which loses no text.
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from hrag_pg.ingest._common import add_leaf, open_section
+from hrag_pg.ingest._common import TextCursor, normalise_text, open_section
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
 
 _FENCE_RE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
@@ -47,7 +50,8 @@ class _Reader:
     """Walks the lines once, appending nodes to the current section."""
 
     def __init__(self, text: str) -> None:
-        self.lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        self.cursor = TextCursor(normalise_text(text))
+        self.lines = self.cursor.text.split("\n")
         self.i = 0
         self.root = DraftNode(kind="document", content="")
         self.stack: list[tuple[int, DraftNode]] = [(0, self.root)]
@@ -76,13 +80,22 @@ class _Reader:
                 self._paragraph()
         return self.root
 
+    def _leaf(self, kind: str, start: int, stop: int, **fields: Any) -> None:
+        """A leaf holding lines ``start`` up to ``stop`` (exclusive)."""
+        self.cursor.leaf(self.current, *self.cursor.lines_span(start, stop), kind, **fields)
+
     def _heading(self, level: int, text: str) -> None:
         self.i += 1
         if not text:
-            return  # a bare "#" carries no text and no structure worth a node
+            # A bare "#" carries no text and no structure worth a section; it stays as text.
+            self._leaf("paragraph", self.i - 1, self.i)
+            return
         if level == 1 and self.first_h1 is None:
             self.first_h1 = text
-        open_section(self.stack, level, text)
+        taken = self.cursor.take(*self.cursor.lines_span(self.i - 1, self.i))
+        assert taken is not None  # a heading line with text is not blank
+        separator, content = taken
+        open_section(self.stack, level, text, content=content, separator=separator)
 
     def _fence_end(self, start: int) -> int:
         """Index just past the fence opened at ``start`` (end of file if unclosed)."""
@@ -103,7 +116,7 @@ class _Reader:
         end = self._fence_end(self.i)
         language = match.group(3).strip().split(" ")[0] if match.group(3).strip() else None
         metadata = {"language": language} if language else {}
-        add_leaf(self.current, "code", "\n".join(self.lines[self.i : end]), metadata=metadata)
+        self._leaf("code", self.i, end, metadata=metadata)
         self.i = end
 
     def _interrupts(self, line: str) -> bool:
@@ -133,7 +146,7 @@ class _Reader:
             and not _is_blank(self.lines[self.i])
         ):
             self.i += 1
-        add_leaf(self.current, "table", "\n".join(self.lines[start : self.i]))
+        self._leaf("table", start, self.i)
 
     def _quote(self) -> None:
         start = self.i
@@ -143,7 +156,7 @@ class _Reader:
             if _is_blank(line) or _FENCE_RE.match(line) or heading_of(line):
                 break
             self.i += 1
-        add_leaf(self.current, "paragraph", "\n".join(self.lines[start : self.i]))
+        self._leaf("paragraph", start, self.i)
 
     def _list_item(self) -> None:
         """One top-level item with its continuation lines and nested items."""
@@ -170,14 +183,14 @@ class _Reader:
             if self._interrupts(line) or self._starts_table():
                 break
             self.i += 1  # lazy continuation line
-        add_leaf(self.current, "item", "\n".join(self.lines[start : self.i]))
+        self._leaf("item", start, self.i)
 
     def _paragraph(self) -> None:
         start = self.i
         self.i += 1
         while self.i < len(self.lines) and not self._interrupts(self.lines[self.i]):
             self.i += 1
-        add_leaf(self.current, "paragraph", "\n".join(self.lines[start : self.i]))
+        self._leaf("paragraph", start, self.i)
 
 
 def parse_markdown(text: str, source: str, *, title: str | None = None) -> DocumentTree:

@@ -76,7 +76,7 @@ def _close(run: list[DraftNode]) -> list[DraftNode]:
     first = run[0]
     text = first.content
     for leaf in run[1:]:
-        text += getattr(leaf, "separator", "\n\n") + leaf.content
+        text += leaf.separator + leaf.content
     kinds = sorted({leaf.kind for leaf in run})
     pack = DraftNode(
         kind="paragraph" if len(kinds) > 1 else first.kind,
@@ -84,9 +84,8 @@ def _close(run: list[DraftNode]) -> list[DraftNode]:
         title=first.title,
         metadata={**first.metadata, "packed": len(run), "packed_kinds": kinds},
         key=first.key,
+        separator=first.separator,
     )
-    if hasattr(first, "separator"):
-        pack.separator = first.separator  # type: ignore[attr-defined]
     return [pack]
 
 

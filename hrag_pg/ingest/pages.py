@@ -3,7 +3,10 @@
 For PDFs and other paginated sources the page is the natural parent: it is
 what a reader cites ("see page 12") and what a PDF extractor reliably
 delivers.  Page numbers are kept 1-based in metadata even when a blank page
-produces no node, so citations stay right.  pypdf is an optional extra and
+produces no node, so citations stay right.  The document's text is its pages
+joined by form feeds (``\f``, as ``pdftotext`` writes them); pages hold no
+text of their own, and the first paragraph of a page carries the page break
+in its ``separator``, so the root's full text is that document.  pypdf is an optional extra and
 is imported only when a PDF is actually read.
 """
 
@@ -12,15 +15,23 @@ from __future__ import annotations
 from pathlib import Path
 
 from hrag_pg.errors import IngestError
-from hrag_pg.ingest._common import add_child, add_leaf, split_blocks
+from hrag_pg.ingest._common import TextCursor, add_child, block_spans, normalise_text
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
 
 
 def build_pages(pages: list[str], source: str, *, title: str | None = None) -> DocumentTree:
-    """Tree from already extracted page texts (index 0 is page 1)."""
+    """Tree from already extracted page texts (index 0 is page 1).
+
+    The full text of the root is the pages joined by form feeds (``\\f``).
+    """
+    pages = [normalise_text(page) for page in pages]
+    cursor = TextCursor("\f".join(pages))
     root = DraftNode(kind="document", content="", title=title)
+    offset = 0
     for number, page_text in enumerate(pages, start=1):
-        blocks = split_blocks(page_text)
+        start_of_page, offset = offset, offset + len(page_text) + 1
+        blocks = [(start_of_page + start, start_of_page + end) for start, end in block_spans(page_text)
+                  if page_text[start:end].strip()]
         if not blocks:
             continue
         page = add_child(
@@ -33,8 +44,8 @@ def build_pages(pages: list[str], source: str, *, title: str | None = None) -> D
                 metadata={"page": number},
             ),
         )
-        for block in blocks:
-            add_leaf(page, "paragraph", block, metadata={"page": number})
+        for start, end in blocks:
+            cursor.leaf(page, start, end, "paragraph", lstrip=True, metadata={"page": number})
     return DocumentTree(
         source=source, root=root, title=title, metadata={"strategy": "pages", "pages": len(pages)}
     )
@@ -42,7 +53,7 @@ def build_pages(pages: list[str], source: str, *, title: str | None = None) -> D
 
 def parse_pages_text(text: str, source: str, *, title: str | None = None) -> DocumentTree:
     """Split plain text on form feeds (``\\f``, what ``pdftotext`` emits) into pages."""
-    return build_pages(text.replace("\r\n", "\n").split("\f"), source, title=title)
+    return build_pages(normalise_text(text).split("\f"), source, title=title)
 
 
 def extract_pdf_pages(path: Path) -> tuple[list[str], str | None]:

@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .children import QuestionGenerator, add_qa_children, extract_facts, split_paragraphs, split_sentences
+from .children import (
+    QuestionGenerator,
+    add_qa_children,
+    extract_facts,
+    split_functions,
+    split_paragraphs,
+    split_sentences,
+)
 from .flatten import FlatDocument, flatten
 from .groups import group_wide_parents
 from .limits import enforce_parent_limit
@@ -29,7 +36,17 @@ CHILD_STRATEGIES: tuple[str, ...] = ("paragraph", "sentence", "fact", "function"
 
 @dataclass(frozen=True)
 class IngestOptions:
-    """Settings of one ingestion (all have the seed's defaults)."""
+    """Settings of one ingestion (all have the seed's defaults).
+
+    ``child``: "paragraph" caps leaves at ``max_child_tokens``; "sentence"
+    makes leaves of ``sentences_per_child`` sentences; "fact" one leaf per
+    sentence with a number or a requirement; "function" one leaf per
+    top-level ``def``/``class`` of Python code blocks in documents (the code
+    strategy already has one leaf per function, so there it equals
+    "paragraph"); "qa" generated questions as children of every leaf (needs
+    a ``question_generator``, Python API only); "none" keeps the parent
+    strategy's leaves as they are.  All but "none" end with the size cap.
+    """
 
     strategy: Strategy | None = None  # None: by file type
     child: ChildStrategy = "paragraph"
@@ -71,6 +88,8 @@ def refine(
         split_sentences(tree, group=options.sentences_per_child, counter=counter)
     elif options.child == "fact":
         extract_facts(tree)
+    elif options.child == "function":
+        split_functions(tree)
     elif options.child == "qa" and question_generator is None:
         raise ValueError("the qa child strategy needs a question generator (none ships with hrag-pg)")
     # Every strategy ends with the size cap, so no child exceeds max_child_tokens.

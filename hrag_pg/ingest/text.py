@@ -101,7 +101,7 @@ def load_text(
         tree = parse_python(text, source)
     else:
         if format == "html":
-            text = parse_html(text, source).root.full_text("\n\n")
+            text = parse_html(text, source).root.full_text()
         if strategy is None:
             strategy = "clauses" if looks_like_clauses(text) else "headings"
         parsers: dict[str, Callable[..., DocumentTree]] = {

@@ -7,8 +7,12 @@ pre-order and derives ids, hashes and counts; :mod:`hrag_pg.repository`
 embeds and writes it.
 
 Text is stored once: ``content`` is a node's *own* text (a heading line for a
-section, the paragraph for a leaf), so a node's full text is the
-concatenation of its subtree's contents in document order.
+section, the paragraph for a leaf), and ``separator`` is the exact text that
+stood in the document between the previous node with text and this one (a
+blank line, two blank lines, a page break, nothing when a split piece
+continues the previous one).  A node's full text is therefore its subtree's
+contents in document order, joined by their separators, and the root's full
+text is the document itself (see :meth:`DraftNode.full_text`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,11 @@ from typing import Any
 @dataclass
 class DraftNode:
     """One node of a document tree before it is written.
+
+    ``separator`` is the text between the previous node *with content* (in
+    document pre-order) and this node's ``content`` in the original
+    document; it is ignored for nodes without content and for the first
+    node of any full text (see :meth:`full_text`).
 
     ``overlap_prefix`` is text borrowed from the end of the previous sibling
     when a long paragraph was split: it is prepended to the *embedded* text
@@ -36,6 +45,8 @@ class DraftNode:
     overlap_prefix: str = ""
     #: Explicit structural key (e.g. "第4条", "h2:Install"); positions are used when None.
     key: str | None = None
+    #: Original text between the previous node with content and this one (see the class docstring).
+    separator: str = "\n\n"
 
     @property
     def is_leaf(self) -> bool:
@@ -53,9 +64,32 @@ class DraftNode:
     def leaves(self) -> list[DraftNode]:
         return [node for node, _ in self.walk() if node.is_leaf]
 
-    def full_text(self, separator: str = "\n\n") -> str:
-        """Own text plus descendants' in document order (what hrag.node_text returns)."""
-        return separator.join(node.content for node, _ in self.walk() if node.content)
+    def full_text(self) -> str:
+        """Own text plus descendants' in document order, joined by their separators.
+
+        This is exactly what ``hrag.node_text`` computes from the stored rows:
+        the content of the first node with content, then ``separator +
+        content`` for every later node with content, in pre-order.  Nodes
+        without content (roots of most strategies, pages, windows, groups)
+        contribute nothing, and neither do "qa" nodes: their content is a
+        generated question, which is stored as metadata, not as text.
+        """
+        parts: list[str] = []
+        for node in contents_in_order(self):
+            if parts:
+                parts.append(node.separator)
+            parts.append(node.content)
+        return "".join(parts)
+
+
+def has_text(node: DraftNode) -> bool:
+    """True if ``node`` contributes to the full text (see :meth:`DraftNode.full_text`)."""
+    return bool(node.content) and node.kind != "qa"
+
+
+def contents_in_order(root: DraftNode) -> Iterator[DraftNode]:
+    """The nodes of ``root``'s subtree that contribute text, in document order."""
+    return (node for node, _ in root.walk() if has_text(node))
 
 
 @dataclass

@@ -104,6 +104,17 @@ $$;
 -- COMMENT: FUNCTION _check_threshold(merge_threshold real)
 COMMENT ON FUNCTION hrag._check_threshold(merge_threshold real) IS 'internal: argument check, not part of the API';
 
+-- FUNCTION: _collection_visible(text)
+CREATE FUNCTION hrag._collection_visible(collection text) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT v IS NULL OR _collection_visible.collection = ANY (v)
+      FROM (SELECT hrag.visible_collections() AS v) AS t
+$$;
+
+-- COMMENT: FUNCTION _collection_visible(collection text)
+COMMENT ON FUNCTION hrag._collection_visible(collection text) IS 'internal: may the current user see this collection; the RLS policies call it on Citus (no subqueries there)';
+
 -- FUNCTION: _create_vector_index()
 CREATE FUNCTION hrag._create_vector_index() RETURNS void
     LANGUAGE plpgsql
@@ -139,6 +150,17 @@ $$;
 
 -- COMMENT: FUNCTION _drop_invalid_vector_indexes()
 COMMENT ON FUNCTION hrag._drop_invalid_vector_indexes() IS 'internal: used by repair_integrity, not part of the API';
+
+-- FUNCTION: _is_member_of(name)
+CREATE FUNCTION hrag._is_member_of(role_name name) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT coalesce((SELECT pg_catalog.pg_has_role(current_user, r.oid, 'MEMBER')
+                       FROM pg_catalog.pg_roles r WHERE r.rolname = _is_member_of.role_name), false)
+$$;
+
+-- COMMENT: FUNCTION _is_member_of(role_name name)
+COMMENT ON FUNCTION hrag._is_member_of(role_name name) IS 'internal: is the current user a member of this role (false for a dropped role); a policy helper without subqueries';
 
 -- FUNCTION: _setting(text, double precision)
 CREATE FUNCTION hrag._setting(name text, default_value double precision) RETURNS double precision
@@ -412,6 +434,114 @@ $$;
 -- COMMENT: FUNCTION create_tenant_role(role_name name, collections text[], can_write boolean)
 COMMENT ON FUNCTION hrag.create_tenant_role(role_name name, collections text[], can_write boolean) IS 'Create or update a role that sees only the given collections (row-level security); can_write lets it ingest';
 
+-- FUNCTION: distribute(integer)
+CREATE FUNCTION hrag.distribute(shard_count integer DEFAULT NULL::integer) RETURNS TABLE(table_name text, distribution text, action text)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+    spec   record;
+    method text;
+    tbl    text;
+    moved  text[] := '{}';
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+        RAISE EXCEPTION 'hrag: this server has no Citus extension, so there is nothing to distribute over (run hrag.distribute() on a Citus coordinator after CREATE EXTENSION citus)'
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    IF shard_count IS NOT NULL AND (shard_count < 1 OR shard_count > 64000) THEN
+        RAISE EXCEPTION 'hrag: argument "shard_count" must be between 1 and 64000, got %', shard_count
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    -- One connection per worker for the whole call: Citus distributes a
+    -- function only in a transaction that has not fanned out in parallel.
+    PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
+
+    -- Single-node constructs Citus cannot hold (see the header of this file).
+    -- Only while the tables are still local: a distributed table has none.
+    IF NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'hrag.documents'::regclass) THEN
+        ALTER TABLE hrag.documents DROP CONSTRAINT IF EXISTS documents_collection_source_key;
+        CREATE INDEX IF NOT EXISTS documents_collection_source_idx ON hrag.documents (collection, source);
+        ALTER POLICY documents_by_collection ON hrag.documents
+            USING (hrag._collection_visible(collection)) WITH CHECK (hrag._collection_visible(collection));
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'hrag.nodes'::regclass) THEN
+        ALTER POLICY nodes_by_collection ON hrag.nodes
+            USING (hrag._collection_visible(collection)) WITH CHECK (hrag._collection_visible(collection));
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'hrag.document_terms'::regclass) THEN
+        ALTER POLICY document_terms_by_collection ON hrag.document_terms
+            USING (hrag._collection_visible(collection)) WITH CHECK (hrag._collection_visible(collection));
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'hrag.tenant_collections'::regclass) THEN
+        ALTER POLICY tenant_collections_own ON hrag.tenant_collections USING (hrag._is_member_of(role_name));
+    END IF;
+
+    FOR spec IN
+        SELECT * FROM (VALUES (1, 'hrag.config', 'reference', NULL::text),
+                              (2, 'hrag.tenant_collections', 'reference', NULL),
+                              (3, 'hrag.documents', 'id', NULL),
+                              (4, 'hrag.nodes', 'document_id', 'hrag.documents'),
+                              (5, 'hrag.document_terms', 'document_id', 'hrag.documents'))
+                       AS s(ord, tbl, col, colocate)
+         ORDER BY ord
+    LOOP
+        SELECT CASE p.partmethod WHEN 'n' THEN 'reference'
+                                 ELSE 'by ' || pg_catalog.column_to_column_name(p.logicalrelid, p.partkey) END
+          INTO method
+          FROM pg_dist_partition p WHERE p.logicalrelid = spec.tbl::regclass;
+        IF FOUND THEN
+            table_name := spec.tbl; distribution := method; action := 'already distributed';
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
+        IF spec.col = 'reference' THEN
+            PERFORM create_reference_table(spec.tbl::regclass);
+            distribution := 'reference';
+        ELSIF spec.colocate IS NULL THEN
+            IF shard_count IS NULL THEN
+                PERFORM create_distributed_table(spec.tbl::regclass, spec.col);
+            ELSE
+                PERFORM create_distributed_table(spec.tbl::regclass, spec.col, shard_count => shard_count);
+            END IF;
+            distribution := 'by ' || spec.col;
+        ELSE
+            PERFORM create_distributed_table(spec.tbl::regclass, spec.col, colocate_with => spec.colocate);
+            distribution := 'by ' || spec.col || ', colocated with ' || spec.colocate;
+        END IF;
+        moved := spec.tbl || moved;
+        table_name := spec.tbl; action := 'distributed';
+        RETURN NEXT;
+    END LOOP;
+    -- The rows were copied to the shards; free their now invisible local copies
+    -- (referencing tables first).
+    FOREACH tbl IN ARRAY moved LOOP
+        PERFORM truncate_local_data_after_distributing_table(tbl::regclass);
+    END LOOP;
+
+    -- Per-document functions run where the document lives: a call is
+    -- delegated to the worker holding the shard of its document_id argument
+    -- (the per-document retrieval steps the coordinator calls join this list).
+    IF NOT EXISTS (SELECT 1 FROM pg_dist_object
+                    WHERE objid = 'hrag.node_text(uuid, uuid)'::regprocedure
+                      AND distribution_argument_index IS NOT NULL AND force_delegation) THEN
+        -- force_delegation: also inside transaction blocks (every SQLAlchemy
+        -- read is one); safe because the function only reads its document.
+        PERFORM create_distributed_function('hrag.node_text(uuid, uuid)'::regprocedure, 'document_id',
+                                            colocate_with => 'hrag.nodes', force_delegation => true);
+        action := 'distributed';
+    ELSE
+        action := 'already distributed';
+    END IF;
+    table_name := 'hrag.node_text(uuid, uuid)'; distribution := 'by document_id, colocated with hrag.nodes';
+    RETURN NEXT;
+END
+$$;
+
+-- COMMENT: FUNCTION distribute(shard_count integer)
+COMMENT ON FUNCTION hrag.distribute(shard_count integer) IS 'Distribute hrag over a Citus cluster: documents by id, nodes by document_id (colocated), small tables as reference tables; idempotent';
+
 -- FUNCTION: grant_reader(name)
 CREATE FUNCTION hrag.grant_reader(role_name name) RETURNS void
     LANGUAGE plpgsql
@@ -480,6 +610,30 @@ $$;
 
 -- COMMENT: FUNCTION node_text(node_id uuid)
 COMMENT ON FUNCTION hrag.node_text(node_id uuid) IS 'Full text of any node: its own text and its descendants'', in document order (NULL for an unknown id)';
+
+-- FUNCTION: node_text(uuid, uuid)
+CREATE FUNCTION hrag.node_text(document_id uuid, node_id uuid) RETURNS text
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    AS $$
+DECLARE
+    first_seq integer;
+    last_seq  integer;
+BEGIN
+    SELECT n.seq, n.subtree_end INTO first_seq, last_seq
+      FROM hrag.nodes n
+     WHERE n.document_id = node_text.document_id
+       AND n.id = node_text.node_id;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    -- Called here, not per row inside the lookup: on Citus a function that
+    -- reads nodes must not run inside a query pushed down to a shard.
+    RETURN hrag._subtree_text(node_text.document_id, first_seq, last_seq);
+END
+$$;
+
+-- COMMENT: FUNCTION node_text(document_id uuid, node_id uuid)
+COMMENT ON FUNCTION hrag.node_text(document_id uuid, node_id uuid) IS 'Full text of a node looked up with its document id (one shard on Citus); NULL if the pair is unknown';
 
 -- FUNCTION: parent_child(public.vector, integer, integer, text, jsonb, real)
 CREATE FUNCTION hrag.parent_child(query public.vector, top_k_children integer DEFAULT 20, max_parents integer DEFAULT 4, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb, min_score real DEFAULT NULL::real) RETURNS TABLE(node_id uuid, document_id uuid, title text, heading_path text[], content text, score real, matched_children uuid[], rank integer, token_count integer)
@@ -1228,7 +1382,7 @@ ALTER TABLE ONLY hrag.nodes
 
 -- CONSTRAINT: nodes nodes_pkey
 ALTER TABLE ONLY hrag.nodes
-    ADD CONSTRAINT nodes_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT nodes_pkey PRIMARY KEY (document_id, id);
 
 -- CONSTRAINT: nodes nodes_unique_seq
 ALTER TABLE ONLY hrag.nodes
@@ -1261,11 +1415,11 @@ CREATE INDEX nodes_parent_idx ON hrag.nodes USING btree (parent_id, "position");
 
 -- FK CONSTRAINT: document_terms document_terms_document_id_collection_fkey
 ALTER TABLE ONLY hrag.document_terms
-    ADD CONSTRAINT document_terms_document_id_collection_fkey FOREIGN KEY (document_id, collection) REFERENCES hrag.documents(id, collection) ON UPDATE CASCADE ON DELETE CASCADE;
+    ADD CONSTRAINT document_terms_document_id_collection_fkey FOREIGN KEY (document_id, collection) REFERENCES hrag.documents(id, collection) ON DELETE CASCADE;
 
 -- FK CONSTRAINT: nodes nodes_document_fk
 ALTER TABLE ONLY hrag.nodes
-    ADD CONSTRAINT nodes_document_fk FOREIGN KEY (document_id, collection) REFERENCES hrag.documents(id, collection) ON UPDATE CASCADE ON DELETE CASCADE;
+    ADD CONSTRAINT nodes_document_fk FOREIGN KEY (document_id, collection) REFERENCES hrag.documents(id, collection) ON DELETE CASCADE;
 
 -- FK CONSTRAINT: nodes nodes_parent_fk
 ALTER TABLE ONLY hrag.nodes
@@ -1305,6 +1459,9 @@ REVOKE ALL ON FUNCTION hrag._drop_invalid_vector_indexes() FROM PUBLIC;
 
 -- ACL: FUNCTION create_tenant_role(role_name name, collections text[], can_write boolean)
 REVOKE ALL ON FUNCTION hrag.create_tenant_role(role_name name, collections text[], can_write boolean) FROM PUBLIC;
+
+-- ACL: FUNCTION distribute(shard_count integer)
+REVOKE ALL ON FUNCTION hrag.distribute(shard_count integer) FROM PUBLIC;
 
 -- ACL: FUNCTION grant_reader(role_name name)
 REVOKE ALL ON FUNCTION hrag.grant_reader(role_name name) FROM PUBLIC;

@@ -110,6 +110,7 @@ def test_ingest_and_delete_round_trip(env: dict[str, str], tmp_path: Path) -> No
         (("delete", "never-ingested.md"), 1, "no source"),
         (("ingest", "/no/such/file.md"), 1, "no such file or directory"),
         (("ingest", "README.md", "--strategy", "poetry"), 2, "unknown strategy 'poetry'"),
+        (("ingest", "README.md", "--child", "qa"), 2, "--child qa needs a question generator"),
     ],
 )
 def test_errors_are_one_clear_line_and_a_nonzero_exit(env: dict[str, str], args, code: int, message: str) -> None:

@@ -173,7 +173,10 @@ def test_work_rules_writes_one_document_and_its_whole_tree(hrag: HRAG, sql: psyc
         "SELECT id, child_count, kind FROM hrag.nodes WHERE title LIKE '第4条%'"
     ).fetchone()
     assert article[1:] == (4, "clause")
-    assert hrag.repository.node_text(article[0]).split("\n\n")[4].startswith("4. 各手当は、毎月25日")
+    # The article's text is its lines as written: heading line and items, one newline apart.
+    lines = WORK_RULES.read_text(encoding="utf-8").splitlines()
+    assert hrag.repository.node_text(article[0]) == "\n".join(lines[20:25])
+    assert lines[24].startswith("4. 各手当は、毎月25日")
 
     # child_count is the real number of children, for every node.
     assert sql.execute(

@@ -8,6 +8,7 @@ from hrag_pg.ingest.children import (
     extract_facts,
     is_fact,
     sentence_spans,
+    split_functions,
     split_paragraphs,
     split_sentences,
 )
@@ -182,3 +183,50 @@ def test_splitters_preserve_a_real_document() -> None:
     split_sentences(tree, group=1)
     assert_text_preserved(text, tree)
     assert_leaves_nonempty(tree)
+
+
+CODE_DOC = """# Example
+
+```python
+import os
+
+# a helper
+@cache
+def helper(x):
+    return x
+
+
+class Store:
+    def get(self):
+        pass
+```
+
+```bash
+def is not python here
+class neither
+```
+"""
+
+
+def test_function_children_cut_python_blocks_at_top_level_definitions() -> None:
+    tree = split_functions(parse_markdown(CODE_DOC, "x.md"))
+    section = tree.root.children[0]
+    assert [(c.kind, c.separator, c.content) for c in section.children] == [
+        ("code", "\n\n", "```python\nimport os\n\n"),
+        ("function", "", "# a helper\n@cache\ndef helper(x):\n    return x\n\n\n"),
+        ("function", "", "class Store:\n    def get(self):\n        pass\n```"),
+        ("code", "\n\n", "```bash\ndef is not python here\nclass neither\n```"),
+    ]
+    assert tree.root.full_text() == CODE_DOC.strip()
+    assert section.children[1].metadata["source_kind"] == "code"
+
+
+def test_function_children_differ_from_paragraph_children_only_in_code_blocks() -> None:
+    from hrag_pg.ingest.pipeline import IngestOptions, refine
+
+    def kinds(child: str) -> list[str]:
+        tree = refine(parse_markdown(CODE_DOC, "x.md"), IngestOptions(child=child))  # type: ignore[arg-type]
+        return [leaf.kind for leaf in tree.root.leaves()]
+
+    assert kinds("paragraph") == ["code", "code"]
+    assert kinds("function") == ["code", "function", "function", "code"]

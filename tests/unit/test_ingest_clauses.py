@@ -29,8 +29,9 @@ def test_article_4_becomes_parent_with_four_items() -> None:
     assert (article.kind, article.key, article.content) == (
         "clause",
         "第4条",
-        "第4条：諸手当および福利厚生",
+        "# 第4条：諸手当および福利厚生",  # the line as written: the root's text is the document
     )
+    assert article.title == "第4条：諸手当および福利厚生"
     assert [(c.kind, c.key) for c in article.children] == [("item", str(n)) for n in range(1, 5)]
     assert article.children[2].content == ARTICLE_4.splitlines()[3]  # item 3 keeps its number
 
@@ -64,7 +65,7 @@ def test_byod_article_nests_under_chapter_2_with_three_items() -> None:
 def test_leading_article_text_becomes_a_paragraph_leaf_before_items() -> None:
     _, tree = load("work_rules_ja.md")
     article = find(tree, "第5条")
-    assert article.content == "第5条：試用期間"
+    assert (article.title, article.content) == ("第5条：試用期間", "# 第5条：試用期間")
     assert [c.kind for c in article.children] == ["paragraph", "item"]
     assert article.children[1].content.startswith("２\u3000試用期間中")
 

@@ -62,3 +62,40 @@ def test_whole_file_is_preserved_including_comments() -> None:
 def test_syntax_error_names_file_and_line() -> None:
     with pytest.raises(IngestError, match=r"broken\.py: Python syntax error at line 2"):
         parse_python("x = 1\ndef broken(:\n", "broken.py")
+
+
+def test_class_lines_after_a_method_become_leaves_in_their_place() -> None:
+    source = (
+        "class Config:\n"
+        '    """Settings."""\n'
+        "    name = 'a'\n"
+        "\n"
+        "    def load(self):\n"
+        "        return 1\n"
+        "\n"
+        "\n"
+        "    # kept with the attribute below\n"
+        "    retries = 3\n"
+        "\n"
+        "    def save(self):\n"
+        "        return 2\n"
+        "    timeout = 5\n"
+    )
+    klass = parse_python(source, "c.py").root.children[0]
+    assert klass.content == "class Config:\n    \"\"\"Settings.\"\"\"\n    name = 'a'"
+    assert [(c.kind, c.separator, c.content) for c in klass.children] == [
+        ("function", "\n\n", "    def load(self):\n        return 1"),
+        ("code", "\n\n\n", "    # kept with the attribute below\n    retries = 3"),
+        ("function", "\n\n", "    def save(self):\n        return 2"),
+        ("code", "\n", "    timeout = 5"),
+    ]
+    assert parse_python(source, "c.py").root.full_text() == source.rstrip("\n")
+
+
+def test_nested_classes_are_class_nodes_with_their_own_methods() -> None:
+    source = "class Outer:\n    class Inner:\n        def f(self):\n            pass\n    x = 1\n"
+    outer = parse_python(source, "n.py").root.children[0]
+    inner = outer.children[0]
+    assert (inner.kind, inner.title, inner.content) == ("class", "Outer.Inner", "    class Inner:")
+    assert [(c.kind, c.key) for c in inner.children] == [("function", "Outer.Inner.f")]
+    assert outer.children[1].content == "    x = 1"

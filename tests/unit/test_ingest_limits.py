@@ -35,7 +35,7 @@ def test_oversize_parent_of_leaves_is_split_into_numbered_siblings() -> None:
     assert [p.key for p in parts] == [f"Install#{i}" for i in range(1, len(parts) + 1)]
     assert all(p.kind == "section" for p in parts)
     assert all(counter.count(p.full_text()) <= 100 for p in parts)
-    assert parts[0].content == "Install" and all(p.content == "" for p in parts[1:])
+    assert parts[0].content == "## Install" and all(p.content == "" for p in parts[1:])
     assert guide.children[-1].title == "Short"
     assert_text_preserved(text, tree)
     assert_leaves_nonempty(tree)

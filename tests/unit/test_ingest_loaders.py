@@ -51,7 +51,7 @@ def test_crlf_and_bom_are_normalised(tmp_path: Path) -> None:
     path = tmp_path / "w.md"
     path.write_bytes("\ufeff# T\r\n\r\nbody\r\n".encode())
     tree = load_document(path)
-    assert tree.root.full_text() == "T\n\nbody"
+    assert tree.root.full_text() == "# T\n\nbody"
 
 
 @pytest.mark.parametrize(
@@ -65,7 +65,7 @@ def test_crlf_and_bom_are_normalised(tmp_path: Path) -> None:
         (bytes(range(256)) * 4, r"looks like a binary file"),
         (b"", r"is empty"),
         (b"  \n\t\n", r"is empty"),
-        (b"# \n", r"found no text blocks"),
+        (b"\xef\xbb\xbf \r\n\r\n", r"is empty"),
     ],
 )
 def test_bad_input_raises_ingest_error_naming_the_file(
@@ -122,3 +122,11 @@ def test_the_window_size_reaches_the_window_strategy(tmp_path) -> None:
     small = load_document(path, strategy="window", window_tokens=120)
     large = load_document(path, strategy="window", window_tokens=1200)
     assert len(small.root.children) > len(large.root.children) >= 1
+
+
+def test_a_page_without_visible_text_is_refused_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "blank.html"
+    path.write_text("<html><head><script>var x = 1;</script></head><body>  </body></html>")
+    with pytest.raises(IngestError, match="found no text blocks") as info:
+        load_document(path)
+    assert str(path) in str(info.value)

@@ -27,10 +27,10 @@ def test_headings_nest_by_level_into_sections() -> None:
     ]
 
 
-def test_section_content_is_heading_text_without_hashes() -> None:
+def test_section_content_is_the_heading_line_and_its_title_the_text_without_hashes() -> None:
     _, tree = guide()
     install = find(tree, "Install")
-    assert (install.kind, install.content, install.title) == ("section", "Install", "Install")
+    assert (install.kind, install.content, install.title) == ("section", "## Install", "Install")
     assert install.metadata["level"] == 2
 
 
@@ -75,7 +75,7 @@ def test_text_before_first_heading_hangs_off_root() -> None:
     tree = parse_markdown("Preamble line.\n\n# Title\n\nBody.", "x")
     assert [(c.kind, c.content) for c in tree.root.children] == [
         ("paragraph", "Preamble line."),
-        ("section", "Title"),
+        ("section", "# Title"),
     ]
 
 
@@ -141,3 +141,18 @@ def test_a_fence_indented_deep_inside_a_list_item_is_kept_in_the_item() -> None:
     assert len(items) == 2
     assert "# not a heading" in items[0].content
     assert not any(n.kind == "section" and "not a heading" in (n.title or "") for n, _ in tree.root.walk())
+
+
+def test_a_bare_hash_line_is_kept_as_text_not_dropped() -> None:
+    tree = parse_markdown("Intro.\n\n#\n\nAfter.", "x")
+    assert [(c.kind, c.content) for c in tree.root.children] == [
+        ("paragraph", "Intro."), ("paragraph", "#"), ("paragraph", "After.")]
+    assert tree.root.full_text() == "Intro.\n\n#\n\nAfter."
+
+
+def test_blank_lines_between_blocks_are_kept_as_separators() -> None:
+    text = "# T\n\n\nOne.\n \nTwo.\n```\ncode\n```"
+    tree = parse_markdown(text, "x")
+    assert [(n.separator, n.content) for n, _ in tree.root.walk() if n.content][1:] == [
+        ("\n\n\n", "One."), ("\n \n", "Two."), ("\n", "```\ncode\n```")]
+    assert tree.root.full_text() == text
