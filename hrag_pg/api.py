@@ -20,7 +20,7 @@ import datetime
 import functools
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ from .ingest.loaders import load_document
 from .ingest.pipeline import IngestOptions, Strategy, prepare_tree
 from .ingest.sources import name_files, old_names
 from .ingest.text import TextFormat, check_metadata, check_source, load_text
+from .ingest.tokens import TokenCounter
 from .ingest.tree import DocumentTree
 from .models import ChildChunk, Context, IngestResult, ParentChunk, RetrievalResult
 from .repository import Progress, Repository
@@ -102,10 +103,15 @@ class HRAG:
 
     @classmethod
     def open(cls, url: str | None = None, *, migrate_schema: bool = True, **kwargs: Any) -> HRAG:
-        """Connect, migrating the schema to head first (the usual entry point)."""
+        """Connect, migrating the schema to head first if it is behind (the usual entry point).
+
+        At head nothing is migrated, so roles without CREATE (readers, tenants)
+        can open an installed database; a schema behind head is migrated, which
+        needs the owner's privileges (the error says so).
+        """
         resolved = db.resolve_url(url)
         db.check_reachable(resolved)
-        if migrate_schema:
+        if migrate_schema and migrate.needs_upgrade(resolved):
             migrate.upgrade(resolved)
         return cls(resolved, **kwargs)
 
@@ -119,6 +125,16 @@ class HRAG:
             self.repository.check_ready(self._embedder.dim)
             self._embedder_checked = True
         return self._embedder
+
+    def _ingest_embedder(self) -> Embedder:
+        """The embedder for ingestion: the model is loaded only once a text must be embedded.
+
+        Parsing and hashing need only the tokenizer, so an unchanged re-ingest
+        never loads the model weights.
+        """
+        if self._embedder is not None:
+            return self.embedder
+        return _DeferredEmbedder(self, default_embedder(self._model))
 
     def embed_query(self, question: str) -> np.ndarray:
         return np.asarray(self.embedder.embed([check_question(question)])[0], dtype=np.float32)
@@ -138,6 +154,7 @@ class HRAG:
         bulk: bool = False,
         metadata: dict[str, Any] | None = None,
         source: str | None = None,
+        on_file: Callable[[Path, int, int], None] | None = None,
     ) -> IngestReport:
         """Ingest files and directories; unsupported files are skipped and reported.
 
@@ -145,7 +162,10 @@ class HRAG:
         ``failed`` (or raised with ``stop_on_error``) and never touches what
         is stored for the others.  ``bulk`` drops the vector index for the
         duration and rebuilds it once at the end (much faster for big
-        initial loads; searches meanwhile fall back to sequential scans).
+        initial loads; searches meanwhile fall back to sequential scans);
+        bulk loads take a lock so two never run at once, and end with ANALYZE.
+        ``on_file(path, index, total)`` is called before each file is parsed
+        (the CLI's status line).
 
         Source names do not depend on the current directory (see
         :mod:`hrag_pg.ingest.sources`): a file is named by its file name, a
@@ -164,18 +184,22 @@ class HRAG:
         user_metadata = check_metadata(metadata, "--metadata")
         files, skipped = name_files(paths, source)
         report.skipped = [(str(p), reason) for p, reason in skipped]
-        _ = self.embedder  # load the model and check its dimension before touching the index
+        if bulk:
+            _ = self.embedder  # load the model and check its dimension before touching the index
         with self.repository.vector_index_suspended() if bulk else contextlib.nullcontext():
             self._ingest_files(files, report, collection, options, progress, question_generator,
-                               stop_on_error, force, user_metadata)
+                               stop_on_error, force, user_metadata, on_file)
         report.seconds = time.perf_counter() - started
         return report
 
     def _ingest_files(self, files: list[tuple[Path, str]], report: IngestReport, collection: str,
                       options: IngestOptions, progress: Progress | None,
                       question_generator: QuestionGenerator | None, stop_on_error: bool, force: bool,
-                      metadata: dict[str, Any]) -> None:
+                      metadata: dict[str, Any],
+                      on_file: Callable[[Path, int, int], None] | None = None) -> None:
         for index, (path, name) in enumerate(files, start=1):
+            if on_file:
+                on_file(path, index, len(files))
             try:
                 tree = load_document(path, strategy=options.strategy, source=name, errors=options.errors,
                                      window_tokens=options.window_tokens)
@@ -192,7 +216,7 @@ class HRAG:
                     question_generator: QuestionGenerator | None, force: bool,
                     metadata: dict[str, Any]) -> IngestResult:
         """Refine, flatten and write one parsed document (one transaction)."""
-        embedder = self.embedder
+        embedder = self._ingest_embedder()  # the model loads only once a text must be embedded
         tree.metadata.update(metadata)  # the user's keys win over hrag's strategy/file_type
         doc = prepare_tree(tree, options, collection=collection, model_name=_model_name(embedder),
                            counter=embedder.token_counter, question_generator=question_generator)
@@ -508,6 +532,30 @@ def _text_item(item: Any, index: int) -> tuple[str, str, dict[str, Any] | None]:
 def _with_strategy(options: IngestOptions | None, strategy: Strategy | None) -> IngestOptions:
     options = options or IngestOptions()
     return dataclasses.replace(options, strategy=strategy) if strategy is not None else options
+
+
+class _DeferredEmbedder:
+    """An :class:`Embedder` that loads its model on the first text to embed.
+
+    The model name and the token counter (the tokenizer alone) are available
+    before that, which is all parsing and content hashing need.
+    """
+
+    def __init__(self, hrag: HRAG, unloaded: Embedder) -> None:
+        self._hrag = hrag
+        self._unloaded = unloaded
+        self.model_name = _model_name(unloaded)
+
+    @property
+    def dim(self) -> int:
+        return self._hrag.embedder.dim
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        return self._unloaded.token_counter
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._hrag.embedder.embed(texts)
 
 
 def _model_name(embedder: Embedder) -> str:

@@ -9,46 +9,126 @@ object for scripts.
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.text import Text
+from typer import _click as click  # typer vendors click: its exceptions and classes, not click's
+from typer._click import exceptions as click_exceptions
+from typer.core import TyperArgument, TyperGroup
 
-from . import __version__, defaults
+from . import __version__, defaults, limits
 from .errors import HragError
 
+#: Exit statuses, the same for every command (README "Exit status").
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_RUNNING, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+#: Set to 1 to see the traceback of an unexpected error (a bug) instead of one line.
+ENV_DEBUG = "HRAG_DEBUG"
+
+#: Metavars shown in help instead of typer's ``<int>`` tags.
+_METAVARS: dict[Any, str] = {int: "N", float: "X", str: "TEXT", Path: "PATH"}
+
+
+def _plain_metavars(command: click.Command) -> None:
+    """Options get a plain metavar (N, X, TEXT, PATH) instead of ``<int>``, arguments their name; flags none."""
+    for param in command.params:
+        if param.metavar is not None or getattr(param, "is_flag", False):
+            continue
+        annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+        element = getattr(annotation, "__args__", (annotation,))[0]
+        name = _METAVARS.get(element, "VALUE")
+        if isinstance(param, TyperArgument):
+            param.metavar = (param.name or name).upper()  # the argument's own name: PATHS, NODE_ID
+            setattr(param, "display_type_rich", lambda ctx: None)  # noqa: B010 - the metavar says it
+        else:
+            param.metavar = name
+    for sub in getattr(command, "commands", {}).values():
+        _plain_metavars(sub)
+
+
+def error_line(message: str) -> None:
+    """One line on stderr: never wrapped, never markup, no blank line before it."""
+    one_line = " ".join(str(message).split("\n")).strip()
+    err_console.print(Text.assemble(("error:", "bold red"), " ", one_line), soft_wrap=True)
+
+
+class HragGroup(TyperGroup):
+    """The root command: every failure ends as one line on stderr and a documented exit status."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _plain_metavars(self)
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,  # type: ignore[override]
+             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click_exceptions.NoArgsIsHelpError as exc:
+            sys.stdout.write(exc.ctx.get_help() + "\n")
+            code = EXIT_USAGE
+        except click_exceptions.UsageError as exc:
+            path = exc.ctx.command_path if exc.ctx is not None else "hrag"
+            error_line(f"{path}: {exc.format_message()} (see `{path} -h`)")
+            code = exc.exit_code
+        except click.ClickException as exc:
+            error_line(exc.format_message())
+            code = exc.exit_code
+        except typer.Abort:
+            error_line("interrupted")
+            code = EXIT_INTERRUPTED
+        except Exception as exc:
+            if os.environ.get(ENV_DEBUG):
+                raise
+            error_line(f"unexpected {type(exc).__name__}: {exc} (a bug in hrag-pg; set {ENV_DEBUG}=1 "
+                       "for the traceback and report it)")
+            code = EXIT_FAILURE
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+
 app = typer.Typer(
-    help="hrag-pg: hierarchical retrieval (Parent-Child and Auto-Merging) inside PostgreSQL.",
+    cls=HragGroup,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
-db_app = typer.Typer(help="Manage the embedded PostgreSQL server (used when HRAG_DATABASE_URL is unset).",
-                     no_args_is_help=True)
+db_app = typer.Typer(help="Manage the embedded PostgreSQL server (used when HRAG_DATABASE_URL is unset).\n\n"
+                          "\b\nExamples:\n    hrag db start\n    hrag db status --json\n    hrag db stop",
+                     no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(db_app, name="db")
 
-console = Console()
-err_console = Console(stderr=True)
+#: Markup off everywhere: stored text, names and paths print literally; styles come from Text.
+#: soft_wrap: long lines (paths, errors) are never cut at the terminal's width, so they stay greppable.
+console = Console(markup=False, highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, markup=False, highlight=False, soft_wrap=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def clear_errors(func: F) -> F:
-    """Print HragError (and only it) as one red line and exit 1; other bugs keep their traceback."""
+    """HragError: one line, exit 1; ValueError (bad arguments): one line, exit 2; Ctrl-C: exit 130."""
 
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
+        except ValueError as exc:  # includes InvalidArgument: the caller's values are out of range
+            error_line(str(exc))
+            raise typer.Exit(EXIT_USAGE) from None
         except HragError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-            raise typer.Exit(1) from None
-        except ValueError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-            raise typer.Exit(2) from None
+            error_line(str(exc))
+            raise typer.Exit(EXIT_FAILURE) from None
+        except KeyboardInterrupt:
+            error_line("interrupted")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -57,11 +137,32 @@ def print_json(payload: Any) -> None:
     sys.stdout.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
 
 
-@app.callback()
-def _root(version: bool = typer.Option(False, "--version", help="Print the version and exit.")) -> None:
-    if version:
-        console.print(__version__)
+def styled(*parts: str | tuple[str, str]) -> Text:
+    """Literal text with optional styles: ``styled(("failed", "red"), " ", path)``."""
+    return Text.assemble(*parts)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"hrag-pg {__version__}\n")
         raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", "-V", help="Print the version and exit.", is_eager=True,
+                                 callback=_print_version),
+) -> None:
+    """hrag-pg: hierarchical retrieval (Parent-Child and Auto-Merging) inside PostgreSQL.
+
+    Exit status: 0 ok, 1 failure or problems found, 2 usage error, 3 server not running, 130 interrupted.
+
+    \b
+    Examples:
+        hrag demo
+        hrag ingest docs/ -c manuals
+        hrag query "How do I rotate the keys?" -c manuals
+    """
 
 
 # --------------------------------------------------------------------------- db
@@ -84,7 +185,13 @@ def _status_payload() -> dict[str, Any]:
 @db_app.command("start")
 @clear_errors
 def db_start(as_json: bool = typer.Option(False, "--json", help="Print the status as JSON.")) -> None:
-    """Start the embedded server (idempotent) in HRAG_DATA_DIR."""
+    """Start the embedded server (idempotent) in HRAG_DATA_DIR.
+
+    \b
+    Examples:
+        hrag db start
+        HRAG_DATA_DIR=/srv/hrag hrag db start --json
+    """
     from . import embedded
 
     embedded.start()
@@ -98,7 +205,12 @@ def db_start(as_json: bool = typer.Option(False, "--json", help="Print the statu
 @db_app.command("stop")
 @clear_errors
 def db_stop() -> None:
-    """Stop the embedded server (from any process)."""
+    """Stop the embedded server (from any process).
+
+    \b
+    Examples:
+        hrag db stop
+    """
     from . import embedded
 
     console.print("stopped" if embedded.stop() else "not running")
@@ -107,7 +219,13 @@ def db_stop() -> None:
 @db_app.command("status")
 @clear_errors
 def db_status(as_json: bool = typer.Option(False, "--json", help="Print the status as JSON.")) -> None:
-    """Report whether the embedded server is initialised and running; exit 3 if not running."""
+    """Report whether the embedded server is initialised and running; exit 3 if not running.
+
+    \b
+    Examples:
+        hrag db status
+        hrag db status --json
+    """
     payload = _status_payload()
     if as_json:
         print_json(payload)
@@ -115,9 +233,9 @@ def db_status(as_json: bool = typer.Option(False, "--json", help="Print the stat
         state = "running" if payload["running"] else ("stopped" if payload["initialised"] else "not initialised")
         console.print(f"{state}: {payload['data_dir']}" + (f" (pid {payload['pid']})" if payload["pid"] else ""))
         if payload["url"]:
-            console.print(f"url: {payload['url']}", highlight=False)
+            console.print(f"url: {payload['url']}")
     if not payload["running"]:
-        raise typer.Exit(3)
+        raise typer.Exit(EXIT_NOT_RUNNING)
 
 
 @db_app.command("url")
@@ -125,9 +243,17 @@ def db_status(as_json: bool = typer.Option(False, "--json", help="Print the stat
 def db_url(
     psql: bool = typer.Option(False, "--psql", help="Print the libpq form for psql instead of SQLAlchemy's."),
 ) -> None:
-    """Print the URL of the database in use (HRAG_DATABASE_URL or the embedded server)."""
-    from . import db
+    """Print the URL of the database in use (HRAG_DATABASE_URL or the embedded server); exit 3 if not running.
 
+    \b
+    Examples:
+        psql "$(hrag db url --psql)"
+    """
+    from . import db, embedded
+
+    if not os.environ.get(db.ENV_URL) and not embedded.status().running:
+        error_line(f"the embedded PostgreSQL in {embedded.data_dir()} is not running: start it with `hrag db start`")
+        raise typer.Exit(EXIT_NOT_RUNNING)
     url = db.resolve_url(start_embedded=False)
     print(db.libpq_url(url) if psql else url)
 
@@ -135,28 +261,94 @@ def db_url(
 # ---------------------------------------------------------------------- migrate
 
 
+def _counts(url: str) -> tuple[int, int]:
+    """(documents, collections) stored, or (0, 0) before the first migration."""
+    import sqlalchemy as sa
+
+    from . import db
+
+    with db.engine(url).connect() as conn:
+        if conn.execute(sa.text("SELECT to_regclass('hrag.documents')")).scalar() is None:
+            return 0, 0
+        row = conn.execute(sa.text("SELECT count(*), count(DISTINCT collection) FROM hrag.documents")).one()
+    return int(row[0]), int(row[1])
+
+
+def _plural(count: int, word: str, plural: str | None = None) -> str:
+    return f"{count:,} {word if count == 1 else (plural or word + 's')}"
+
+
 @app.command("migrate")
 @clear_errors
 def migrate_cmd(
-    revision: str = typer.Argument("head", help="Target revision (head, or base to remove hrag)."),
-    embedding_dim: int = typer.Option(
-        None, "--embedding-dim", help="Vector dimension, first install only (default 384)."
-    ),
+    revision: str = typer.Argument("head", help="Target revision: head, base (removes hrag), or an id like 0004."),
+    embedding_dim: int = typer.Option(None, "--embedding-dim",
+                                      help="Vector dimension, fixed at the first migration (default 384)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Confirm a downgrade (base deletes every document)."),
 ) -> None:
-    """Apply hrag's Alembic migrations to the database (creates schema hrag)."""
+    """Apply hrag's Alembic migrations to the database (creates schema hrag).
+
+    A downgrade needs --yes (or a confirmation typed at a terminal); `base`
+    removes hrag and every stored document.
+
+    \b
+    Examples:
+        hrag migrate
+        hrag migrate --embedding-dim 768      (a new database only)
+        hrag migrate base --yes               (remove hrag and its data)
+    """
     from . import db, migrate
 
+    known = migrate.revisions()
+    aliases = {"head": known[-1], "base": None}
+    if revision not in aliases and revision not in known:
+        raise ValueError(f"unknown revision {revision!r}; choose head, base or one of {', '.join(known)}")
+    if embedding_dim is not None:
+        from .schema_sql import validate_dim
+
+        validate_dim(embedding_dim)
+    target = aliases.get(revision, revision)
     url = db.resolve_url()
     db.check_reachable(url)
-    if revision == "base":
-        migrate.downgrade(url, "base")
-        console.print("hrag removed from the database (downgraded to base)")
-        return
-    migrate.upgrade(url, revision, embedding_dim=embedding_dim)
     with db.engine(url).connect() as conn:
         current = migrate.current_revision(conn)
-        dim = db.installed_embedding_dim(conn)
-    console.print(f"migrated {db.redact(url)} to revision {current} (embedding dimension {dim})", highlight=False)
+        installed_dim = db.installed_embedding_dim(conn) if current is not None else None
+    if embedding_dim is not None and installed_dim is not None and embedding_dim != installed_dim:
+        raise HragError(
+            f"this database stores {installed_dim}-dimensional vectors; the dimension is fixed when hrag is "
+            f"first installed. To use {embedding_dim}: migrate a new, empty database with --embedding-dim "
+            f"{embedding_dim}, or remove hrag here first (`hrag migrate base --yes`, deletes every document)"
+        )
+    position = {rev: i for i, rev in enumerate(known)}
+    here = -1 if current is None else position.get(current, len(known))
+    there = -1 if target is None else position[target]
+    if there < here:
+        documents, collections = _counts(url)
+        if target is None:
+            what = (f"downgrading {db.redact(url)} to base removes hrag and deletes "
+                    f"{_plural(documents, 'document')} in {_plural(collections, 'collection')}")
+        else:
+            what = (f"downgrading {db.redact(url)} from {current} to {target} removes the features of the later "
+                    f"revisions ({_plural(documents, 'document')} stay stored)")
+        if not yes:
+            if not sys.stdin.isatty():
+                raise ValueError(f"{what}; add --yes to confirm")
+            if not typer.confirm(f"{what}. Continue?", default=False):
+                error_line("cancelled; nothing was changed")
+                raise typer.Exit(EXIT_FAILURE)
+        migrate.downgrade(url, target or "base")
+    elif there > here:
+        migrate.upgrade(url, target or "head", embedding_dim=embedding_dim)
+    with db.engine(url).connect() as conn:
+        reached = migrate.current_revision(conn)
+        dim = db.installed_embedding_dim(conn) if reached is not None else None
+    if reached is None:
+        console.print(f"hrag removed from {db.redact(url)} (at base)")
+    elif reached == current:
+        console.print(f"{db.redact(url)} is already at revision {reached} (embedding dimension {dim})")
+    else:
+        console.print(f"migrated {db.redact(url)} from revision {current or 'none'} to {reached} "
+                      f"(embedding dimension {dim})")
 
 
 @app.command("distribute")
@@ -184,7 +376,7 @@ def distribute_cmd(
 
 
 def _open() -> Any:
-    """The facade on HRAG_DATABASE_URL or the embedded server, migrated to head."""
+    """The facade on HRAG_DATABASE_URL or the embedded server (migrated to head if behind)."""
     from .api import HRAG
 
     return HRAG.open()
@@ -216,28 +408,26 @@ def _result_json(result: Any) -> dict[str, Any]:
 
 
 def print_results(results: list[Any], *, max_lines: int | None = None) -> None:
-    """Each result: a rule with rank and score; source and whole heading path; why it is here; its text."""
+    """Each result: a rule with rank and score; source and whole heading path; why; its text (all literal)."""
     from rich.rule import Rule
-    from rich.text import Text
 
     if not results:
-        console.print("[yellow]no results[/]")
+        console.print(styled(("no results", "yellow")))
         return
     for r in results:
         path = " › ".join(p for p in r.heading_path if p) or (r.title or str(r.node_id))
         # The rule carries what fits on any width; the source and the whole heading path get
         # their own wrapped line, so the part that says where the passage is is never cut.
-        console.print(Rule(Text.assemble((f"#{r.rank} ", "bold"), (f"{r.score:.3f}", "green")), align="left"))
-        console.print(Text.assemble((r.source or "?", "bold magenta"), (" › ", "dim"), (path, "bold cyan")),
-                      soft_wrap=True)
-        console.print(Text(f"{r.explanation()} · {r.kind or 'node'} · {r.token_count} tokens · {r.node_id}",
-                           style="dim"), soft_wrap=True)
+        console.print(Rule(styled((f"#{r.rank} ", "bold"), (f"{r.score:.3f}", "green")), align="left"))
+        console.print(styled((r.source or "?", "bold magenta"), (" › ", "dim"), (path, "bold cyan")), soft_wrap=True)
+        console.print(styled((f"{r.explanation()} · {r.kind or 'node'} · {r.token_count} tokens · {r.node_id}",
+                              "dim")), soft_wrap=True)
         body = r.content
         if max_lines is not None:
             lines = body.splitlines()
             if len(lines) > max_lines:
                 body = "\n".join(lines[:max_lines]) + f"\n… ({len(lines) - max_lines} more lines)"
-        console.print(body, soft_wrap=True, markup=False, highlight=False)
+        console.print(body, soft_wrap=True)
         console.print()
 
 
@@ -257,11 +447,22 @@ def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
 def _progress_bar() -> Any:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=err_console, transient=True)
+    # Only on a terminal: redirected, a transient bar would leave a blank line on stderr.
+    return Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=err_console, transient=True, disable=not err_console.is_terminal)
+
+
+def _check_fraction(value: float | None, option: str, *, zero_allowed: bool) -> None:
+    if value is not None:
+        limits.check_fraction(value, option, zero_allowed=zero_allowed)
 
 
 # ----------------------------------------------------------------------- ingest
+
+
+def _without_path(path: str, message: str) -> str:
+    """``message`` without a leading ``path: `` (the report names the path already)."""
+    return message.removeprefix(f"{path}: ")
 
 
 @app.command("ingest")
@@ -269,7 +470,7 @@ def _progress_bar() -> Any:
 def ingest_cmd(
     paths: list[Path] = typer.Argument(..., help="Files or directories (Markdown, text, HTML, PDF, Python)."),
     collection: str = typer.Option("default", "--collection", "-c", help="Collection (namespace) to write into."),
-    strategy: str = typer.Option(None, "--strategy", "-s",
+    strategy: str | None = typer.Option(None, "--strategy", "-s",
                                  help="Parent strategy: headings|clauses|pages|code|window (default: by file type)."),
     child: str = typer.Option("paragraph", "--child",
                               help="Child strategy: paragraph|sentence|fact|function|none (function: one child per "
@@ -291,21 +492,53 @@ def ingest_cmd(
 ) -> None:
     """Ingest documents: build their trees, embed the children, write each document in one transaction.
 
-    Re-ingesting a changed file replaces its tree atomically and re-embeds only changed children.
-    Unsupported files in a directory are skipped and listed.
+    Re-ingesting a changed file replaces its tree atomically and re-embeds only
+    changed children; unchanged files are recognised from their content hash
+    without loading the model. Unsupported and empty files found in a directory
+    are skipped and listed; a file named explicitly must be supported (exit 2).
+    Files over 20 MB or with a line over 1,000,000 characters are refused.
+
+    \b
+    Examples:
+        hrag ingest docs/ -c manuals
+        hrag ingest rules.md --strategy clauses -c hr
+        hrag ingest corpus/ -c big --bulk --json
     """
+    from .ingest.loaders import SUPPORTED_EXTENSIONS
     from .ingest.pipeline import IngestOptions
 
     if child == "qa":
         raise ValueError("--child qa needs a question generator, which only the Python API takes: "
                          "HRAG.ingest(paths, options=IngestOptions(child='qa'), question_generator=...)")
+    limits.check_count(max_child_tokens, "--max-child-tokens", maximum=limits.MAX_CHUNK_TOKENS)
+    limits.check_nonnegative(overlap_tokens, "--overlap-tokens", maximum=limits.MAX_CHUNK_TOKENS)
+    limits.check_count(max_parent_tokens, "--max-parent-tokens", maximum=limits.MAX_CHUNK_TOKENS)
+    limits.check_count(window_tokens, "--window-tokens", maximum=limits.MAX_CHUNK_TOKENS)
+    if errors not in ("strict", "replace"):
+        raise ValueError(f"--errors must be strict or replace, got {errors!r}")
+    if not collection.strip():
+        raise ValueError("--collection must not be empty")
+    for path in paths:
+        if not path.exists():
+            raise ValueError(f"{path}: no such file or directory")
+        if path.is_file() and strategy is None and path.suffix.lower() not in SUPPORTED_EXTENSIONS:
+            raise ValueError(f"{path}: unsupported file type {path.suffix or '(no extension)'!r} (supported: "
+                             f"{', '.join(sorted(SUPPORTED_EXTENSIONS))}); pass --strategy to read it as text")
     options = IngestOptions(strategy=strategy, child=child, max_child_tokens=max_child_tokens,  # type: ignore[arg-type]
                             overlap_tokens=overlap_tokens, max_parent_tokens=max_parent_tokens,
                             window_tokens=window_tokens, errors=errors)  # type: ignore[arg-type]
     metadata = _json_object(metadata_json, "--metadata")
-    hrag = _open()
     with _progress_bar() as bar:
+        opening = bar.add_task("opening the database", total=None)  # visible from the first second
+        hrag = _open()
+        bar.remove_task(opening)
         tasks: dict[str, Any] = {}
+
+        def on_file(path: Path, index: int, total: int) -> None:
+            if "files" not in tasks:
+                tasks["files"] = bar.add_task("files", total=total)
+            bar.update(tasks["files"], description=f"reading {path}", completed=index - 1, total=total)
+            bar.refresh()
 
         def progress(stage: str, done: int, total: int) -> None:
             label = {"files": "files", "embed": "embedding", "write": "writing"}.get(stage, stage)
@@ -316,32 +549,42 @@ def ingest_cmd(
                 bar.remove_task(tasks.pop(stage))
 
         report = hrag.ingest(paths, collection=collection, options=options, progress=progress, force=force,
-                             bulk=bulk, metadata=metadata, source=source)
+                             bulk=bulk, metadata=metadata, source=source, on_file=on_file)
     if as_json:
         print_json({
             "collection": collection,
             "results": [r.model_dump(mode="json") for r in report.results],
             "skipped": [{"path": p, "reason": why} for p, why in report.skipped],
-            "failed": [{"path": p, "error": why} for p, why in report.failed],
+            "failed": [{"path": p, "error": _without_path(p, why)} for p, why in report.failed],
             "seconds": round(report.seconds, 3),
         })
     else:
         for r in report.results:
-            console.print(f"{r.status:9} {r.source}  ({r.nodes} nodes, {r.embedded} embedded, {r.reused} reused)",
-                          highlight=False)
+            console.print(f"{r.status:9} {r.source}  ({_plural(r.nodes, 'node')}, {r.embedded} embedded, "
+                          f"{r.reused} reused)")
         for p, why in report.skipped:
-            console.print(f"[yellow]skipped[/]   {p}: {why}", highlight=False)
+            console.print(styled(("skipped", "yellow"), f"   {p}: {why}"))
         for p, why in report.failed:
-            err_console.print(f"[red]failed[/]    {p}: {why}", highlight=False)
-        console.print(f"{len(report.results)} documents, {report.nodes} nodes, {report.embedded} texts embedded "
-                      f"in {report.seconds:.1f}s", highlight=False)
+            err_console.print(styled(("failed", "red"), f"    {p}: {_without_path(p, why)}"), soft_wrap=True)
+        console.print(f"{_plural(len(report.results), 'document')}, {_plural(report.nodes, 'node')}, "
+                      f"{_plural(report.embedded, 'text')} embedded in {report.seconds:.1f}s")
     if report.failed:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_FAILURE)
 
 
 # ------------------------------------------------------------------------ query
 
 MODES = defaults.MODES
+
+
+def _check_collection(hrag: Any, collection: str | None) -> None:
+    """A query on a collection that does not exist is an error naming those that do."""
+    if collection is None:
+        return
+    existing = hrag.repository.collections()
+    if collection not in existing:
+        raise HragError(f"no collection {collection!r} in this database; collections: "
+                        f"{', '.join(existing) if existing else '(none: ingest something first)'}")
 
 
 @app.command("query")
@@ -355,27 +598,49 @@ def query_cmd(
     top_k: int = typer.Option(None, "--top-k", "-k",
                               help=f"Children to match (parent-child, default {defaults.TOP_K_CHILDREN}), "
                                    f"leaves to hit (auto-merge, {defaults.TOP_K}) or hits to select from "
-                                   f"(auto, {defaults.AUTO_TOP_K})."),
-    max_parents: int = typer.Option(defaults.MAX_PARENTS, "--max-parents", help="parent-child: parents to return."),
+                                   f"(auto, {defaults.AUTO_TOP_K}); 1 to 1000."),
+    max_parents: int = typer.Option(defaults.MAX_PARENTS, "--max-parents",
+                                    help="parent-child: parents to return (1 to 1000)."),
     merge_threshold: float = typer.Option(defaults.MERGE_THRESHOLD, "--merge-threshold",
-                                          help="auto-merge: merge when hit children / children >= this."),
+                                          help="auto-merge: merge when hit children / children >= this, in (0, 1]."),
     max_tokens: int = typer.Option(None, "--max-tokens", help="Assemble at most this many tokens of context."),
     filter_json: str = typer.Option(None, "--filter", help='Metadata containment filter, e.g. \'{"lang": "ja"}\'.'),
     lexical_weight: float = typer.Option(defaults.LEXICAL_WEIGHT, "--lexical-weight",
-                                         help="Weight of lexical overlap in the score (0 = vector only)."),
+                                         help="Weight of lexical overlap in the score, in [0, 1] (0 = vector only)."),
     min_relative_score: float = typer.Option(None, "--min-relative-score",
-                                             help="Drop hits below this share of the best hit's score."),
+                                             help="Drop hits below this share of the best hit's score, in (0, 1]."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object for scripts."),
 ) -> None:
-    """Ask a question; print the contexts and why each was returned (expanded or merged)."""
+    """Ask a question; print the contexts and why each was returned (expanded or merged).
+
+    A collection that does not exist is an error naming the existing ones (exit 1).
+
+    \b
+    Examples:
+        hrag query "How do I rotate the keys?" -c manuals
+        hrag query "BYOD obligations" --mode auto-merge -c security
+        hrag query "BYOD obligations" -c security --max-tokens 2000     (auto mode)
+        hrag query "leave rules" --filter '{"lang": "en"}' --json
+    """
+    from .api import check_question
     from .retrievers import retriever_for
 
     if mode is None:
         mode = "auto" if max_tokens is not None else "parent-child"
     if mode not in MODES:
         raise ValueError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
-    filter_value = _json_object(filter_json, "--filter")
+    check_question(text)
+    if top_k is not None:
+        limits.check_count(top_k, "--top-k")
+    limits.check_count(max_parents, "--max-parents")
+    _check_fraction(merge_threshold, "--merge-threshold", zero_allowed=False)
+    _check_fraction(lexical_weight, "--lexical-weight", zero_allowed=True)
+    _check_fraction(min_relative_score, "--min-relative-score", zero_allowed=False)
+    if max_tokens is not None:
+        limits.check_count(max_tokens, "--max-tokens", maximum=limits.MAX_CONTEXT_TOKENS)
+    filter_value = _parse_filter(filter_json)
     hrag = _open()
+    _check_collection(hrag, collection)
     retriever = retriever_for(hrag, mode, collection=collection, filter=filter_value, top_k=top_k,
                               max_parents=max_parents, merge_threshold=merge_threshold, max_tokens=max_tokens,
                               lexical_weight=lexical_weight, min_relative_score=min_relative_score)
@@ -389,8 +654,20 @@ def query_cmd(
         return
     print_results(context.results)
     if context.dropped:
-        console.print(f"[yellow]dropped {len(context.dropped)} results over the {max_tokens}-token budget:[/] "
-                      + ", ".join(" › ".join(r.heading_path[-2:]) for r in context.dropped), highlight=False)
+        console.print(styled((f"dropped {len(context.dropped)} results over the {max_tokens}-token budget:",
+                              "yellow"), " " + ", ".join(" › ".join(r.heading_path[-2:]) for r in context.dropped)))
+
+
+def _parse_filter(filter_json: str | None) -> dict[str, Any] | None:
+    if filter_json is None:
+        return None
+    try:
+        value = json.loads(filter_json)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--filter is not valid JSON ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"--filter must be a JSON object, got a JSON {type(value).__name__}")
+    return value
 
 
 # ------------------------------------------------------------ show/delete/stats
@@ -402,7 +679,13 @@ def show_cmd(
     node_id: str = typer.Argument(..., help="A node id (from `hrag query`)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Show one node: where it sits in its tree, its children, and its full text."""
+    """Show one node: where it sits in its tree, its children, and its full text.
+
+    \b
+    Examples:
+        hrag show 0193c1d2-7a7e-7c3e-9f55-2f1e6a0b9c41
+        hrag show 0193c1d2-7a7e-7c3e-9f55-2f1e6a0b9c41 --json
+    """
     import uuid
 
     try:
@@ -419,12 +702,13 @@ def show_cmd(
         print_json({**node.model_dump(mode="json"), "full_text": full_text,
                     "children": [{"id": str(c.id), "kind": c.kind, "title": c.title} for c in children]})
         return
-    console.print(f"[bold cyan]{' › '.join(node.heading_path)}[/]  ({node.kind}, depth {node.depth}, "
-                  f"{node.child_count} children, collection {node.collection})", highlight=False)
+    console.print(styled((" › ".join(node.heading_path), "bold cyan"),
+                         f"  ({node.kind}, depth {node.depth}, {_plural(node.child_count, 'child', 'children')}, "
+                         f"collection {node.collection})"))
     for c in children:
-        console.print(f"  └ {c.id}  {c.kind}  {c.title or c.content[:60]!s}", highlight=False)
+        console.print(f"  └ {c.id}  {c.kind}  {c.title or c.content[:60]!s}")
     console.print()
-    console.print(full_text, highlight=False, markup=False)
+    console.print(full_text or "")
 
 
 @app.command("delete")
@@ -433,7 +717,12 @@ def delete_cmd(
     source: str = typer.Argument(..., help="The source (path as ingested) to delete."),
     collection: str = typer.Option("default", "--collection", "-c", help="Its collection."),
 ) -> None:
-    """Delete a source and its whole tree (one transaction)."""
+    """Delete a source and its whole tree (one transaction).
+
+    \b
+    Examples:
+        hrag delete docs/old.md -c manuals
+    """
     hrag = _open()
     if not hrag.delete(source, collection):
         elsewhere = hrag.repository.collections_of(source)
@@ -441,7 +730,7 @@ def delete_cmd(
                  + ", ".join(repr(c) for c in elsewhere) + " (pass --collection)") if elsewhere else \
             "; `hrag sources` lists what is stored"
         raise HragError(f"no source {source!r} in collection {collection!r}{where}")
-    console.print(f"deleted {source}", highlight=False)
+    console.print(f"deleted {source}")
 
 
 @app.command("sources")
@@ -485,7 +774,13 @@ def sources_cmd(
 @app.command("stats")
 @clear_errors
 def stats_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Documents, nodes, embedded children and storage per collection."""
+    """Documents, nodes, embedded children and storage per collection.
+
+    \b
+    Examples:
+        hrag stats
+        hrag stats --json
+    """
     hrag = _open()
     stats = hrag.repository.stats()
     if as_json:
@@ -495,7 +790,7 @@ def stats_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON."))
 
     table = Table("collection", "documents", "nodes", "embedded", "characters")
     for row in stats["collections"]:
-        table.add_row(row["collection"], str(row["documents"]), str(row["nodes"]), str(row["embedded"]),
+        table.add_row(Text(row["collection"]), str(row["documents"]), str(row["nodes"]), str(row["embedded"]),
                       f"{row['characters']:,}")
     console.print(table)
     console.print(f"embedding dimension {stats['embedding_dim']}, {stats['total_bytes'] / 1e6:.1f} MB on disk")
@@ -504,51 +799,93 @@ def stats_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON."))
 @app.command("check")
 @clear_errors
 def check_cmd(
-    repair: bool = typer.Option(False, "--repair", help="Recompute child counts, ordering ranges and depths first."),
+    repair: bool = typer.Option(False, "--repair", help="Repair what can be repaired first (owner only)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Verify every tree: roots, child counts, pre-order ranges, depths, embeddings on leaves.
+    """Verify every tree (roots, child counts, pre-order ranges, depths, embeddings) and the vector index.
 
-    Exit status 1 while problems remain (missing embeddings need a re-ingest of their document).
+    --repair rebuilds a missing or invalid vector index and recomputes child
+    counts, ordering ranges and depths; it needs the owner's rights (a reader
+    runs the read-only check). Exit status 1 while problems remain (missing
+    embeddings need a re-ingest of their document).
+
+    \b
+    Examples:
+        hrag check
+        hrag check --repair --json
     """
+    import sqlalchemy as sa
+
     hrag = _open()
-    fixed = hrag.repository.repair_integrity() if repair else {}
+    try:
+        fixed = hrag.repository.repair_integrity() if repair else {}
+    except sa.exc.ProgrammingError as exc:
+        reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+        raise HragError(f"--repair needs write access to hrag's tables ({reason}); run it as the owner, "
+                        "or run `hrag check` without --repair") from None
     problems = hrag.repository.check_integrity()
     if as_json:
         print_json({"repaired": fixed, "problems": problems, "ok": not problems})
     else:
         for kind, count in fixed.items():
             if count:
-                console.print(f"repaired {kind}: {count}", highlight=False)
+                console.print(f"repaired {kind}: {count}")
         for p in problems:
-            console.print(f"[red]{p['problem']}[/] document {p['document_id']} node {p['node_id'] or '-'}: "
-                          f"{p['detail']}", highlight=False)
-        console.print("[green]all trees are consistent[/]" if not problems else f"{len(problems)} problems")
+            console.print(styled((str(p["problem"]), "red"), f" document {p['document_id'] or '-'} node "
+                                 f"{p['node_id'] or '-'}: {p['detail']}"))
+        console.print(styled(("all trees are consistent", "green")) if not problems
+                      else _plural(len(problems), "problem"))
     if problems:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_FAILURE)
 
 
 @app.command("eval")
 @clear_errors
 def eval_cmd(
-    questions: Path = typer.Argument(..., help="JSONL: {id, kind: narrow|broad, question, evidence: [snippets]}."),
+    questions: Path = typer.Argument(..., help="The question file (JSON Lines, format above)."),
     mode: str = typer.Option("parent-child", "--mode", "-m", help="parent-child or auto-merge."),
     collection: str = typer.Option(None, "--collection", "-c", help="Search only this collection."),
     max_tokens: int = typer.Option(None, "--max-tokens", help="Assemble at most this many tokens per answer."),
-    lexical_weight: float = typer.Option(None, "--lexical-weight", help="Weight of lexical overlap (0 = vector only)."),
+    lexical_weight: float = typer.Option(None, "--lexical-weight",
+                                         help="Weight of lexical overlap, in [0, 1] (0 = vector only)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
-    """Measure retrieval on your own questions: snippet recall, full recall, tokens, latency, per kind."""
+    """Measure retrieval on your own questions: snippet recall, full recall, tokens, latency, per kind.
+
+    The question file is JSON Lines, one object per line (blank lines ignored):
+
+    \b
+        {"id": "q1", "kind": "narrow", "question": "...", "evidence": ["verbatim snippet", "..."]}
+
+    kind is narrow (one paragraph answers it) or broad (needs a whole section);
+    evidence lists verbatim snippets of the stored text; ids are unique.
+
+    \b
+    Examples:
+        hrag eval questions.jsonl -c manuals
+        hrag eval questions.jsonl --mode auto-merge --max-tokens 2000 --json
+    """
     from .evaluation import MODES as EVAL_MODES
     from .evaluation import evaluate, load_questions
 
     if mode not in EVAL_MODES:
         raise ValueError(f"--mode must be one of {', '.join(EVAL_MODES)}, got {mode!r}")
-    loaded = load_questions(questions)
+    if max_tokens is not None:
+        limits.check_count(max_tokens, "--max-tokens", maximum=limits.MAX_CONTEXT_TOKENS)
+    _check_fraction(lexical_weight, "--lexical-weight", zero_allowed=True)
+    if not questions.is_file():
+        raise ValueError(f"{questions}: no such file" if not questions.exists() else f"{questions}: not a file")
+    try:
+        loaded = load_questions(questions)
+    except OSError as exc:
+        raise ValueError(f"{questions}: cannot be read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{questions}: not UTF-8 text (byte offset {exc.start})") from None
     settings: dict[str, Any] = {"collection": collection}
     if lexical_weight is not None:
         settings["lexical_weight"] = lexical_weight
     hrag = _open()
+    _check_collection(hrag, collection)
     with _progress_bar() as bar:
         task = bar.add_task("questions", total=len(loaded))
         report = evaluate(hrag, loaded, mode=mode, max_tokens=max_tokens,
@@ -570,17 +907,23 @@ def demo_cmd(
     """Start the database, ingest the bundled examples, and ask the seed's questions in both modes.
 
     Exit status 1 if any answer does not have the promised shape.
+
+    \b
+    Examples:
+        hrag demo
+        HRAG_DATA_DIR=/tmp/hrag-demo hrag demo --max-lines 5
     """
     from rich.rule import Rule
 
     from . import db, demo, embedded
 
-    console.print(Rule("[bold]hrag-pg demo"))
-    if not db.ENV_URL or not __import__("os").environ.get(db.ENV_URL):
+    limits.check_count(max_lines, "--max-lines", maximum=1_000_000)
+    console.print(Rule(styled(("hrag-pg demo", "bold"))))
+    if not os.environ.get(db.ENV_URL):
         state = embedded.start()
-        console.print(f"embedded PostgreSQL 18 + pgvector running in {state.data_dir}", highlight=False)
+        console.print(f"embedded PostgreSQL 18 + pgvector running in {state.data_dir}")
     hrag = _open()
-    console.print(f"database {db.redact(hrag.url)} migrated to head", highlight=False)
+    console.print(f"database {db.redact(hrag.url)} migrated to head")
     with _progress_bar() as bar:
         task = bar.add_task("ingesting examples", total=None)
 
@@ -591,30 +934,34 @@ def demo_cmd(
     for report in reports:
         for r in report.results:
             console.print(f"  {r.status:9} {Path(r.source).name} → collection {r.collection!r} "
-                          f"({r.nodes} nodes, {r.embedded} embedded)", highlight=False)
+                          f"({_plural(r.nodes, 'node')}, {r.embedded} embedded)")
     failures = 0
     for number, case in enumerate(demo.CASES, start=1):
         results, ok = demo.run_case(hrag, case)
         console.print()
-        console.print(Rule(f"[bold]{number}. {case.title}", align="left"))
-        console.print(f"[bold]Q ({case.mode}, collection {case.collection}):[/] {case.question}", highlight=False)
-        console.print(f"[dim]expected: {case.expectation}[/]", highlight=False)
+        console.print(Rule(styled((f"{number}. {case.title}", "bold")), align="left"))
+        console.print(styled((f"Q ({case.mode}, collection {case.collection}):", "bold"), f" {case.question}"))
+        console.print(styled((f"expected: {case.expectation}", "dim")))
         if case.settings:
             settings = ", ".join(f"{k}={v}" for k, v in case.settings.items())
-            console.print(f"[dim]settings: {settings} — {case.why_settings}[/]", highlight=False)
+            console.print(styled((f"settings: {settings} — {case.why_settings}", "dim")))
         print_results(results[:3], max_lines=max_lines)
-        console.print("[bold green]✓ as expected[/]" if ok else "[bold red]✗ not as expected[/]")
+        console.print(styled(("✓ as expected", "bold green")) if ok else styled(("✗ not as expected", "bold red")))
         failures += not ok
     console.print()
     console.print(Rule())
     console.print(f"{len(demo.CASES) - failures} of {len(demo.CASES)} demo answers as expected. "
-                  "Try: hrag query \"...\" --mode auto-merge --collection security", highlight=False)
+                  "Try: hrag query \"...\" --mode auto-merge --collection security")
     if failures:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_FAILURE)
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except KeyboardInterrupt:  # Ctrl-C outside a command (while typer sets up): still one line
+        error_line("interrupted")
+        sys.exit(EXIT_INTERRUPTED)
 
 
 if __name__ == "__main__":

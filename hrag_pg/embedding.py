@@ -15,6 +15,7 @@ import os
 import threading
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -100,6 +101,40 @@ def _load_model(name_or_path: str, device: str | None) -> Any:
         ) from exc
 
 
+class _FastTokenizer:
+    """The model folder's ``tokenizer.json`` read by the ``tokenizers`` library (no transformers, no torch).
+
+    Truncation and padding from the file are switched off: hrag counts whole
+    texts, as ``tokenizer.encode(text, add_special_tokens=False)`` does.
+    """
+
+    def __init__(self, path: Path) -> None:
+        from tokenizers import Tokenizer
+
+        self._tokenizer = Tokenizer.from_file(str(path))
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
+
+    def encode(self, text: str, add_special_tokens: bool = False, verbose: bool = False) -> list[int]:
+        return list(self._tokenizer.encode(text, add_special_tokens=add_special_tokens).ids)
+
+
+@lru_cache(maxsize=4)
+def _load_tokenizer(name_or_path: str) -> Any:
+    """The tokenizer of a local model folder without the model's weights, or None.
+
+    Only folders with a ``tokenizer.json`` (the fast tokenizer the model itself
+    uses) qualify; for anything else the model is loaded and its tokenizer used.
+    """
+    path = Path(name_or_path) / "tokenizer.json"
+    if not path.is_file():
+        return None
+    try:
+        return _FastTokenizer(path)
+    except Exception:  # noqa: BLE001 - any failure: count with the loaded model's tokenizer instead
+        return None
+
+
 class SentenceTransformerEmbedder:
     """A sentence-transformers model (default: the bundled all-MiniLM-L6-v2)."""
 
@@ -138,6 +173,12 @@ class SentenceTransformerEmbedder:
 
     @property
     def token_counter(self) -> TokenCounter:
+        if self._model is None:
+            # Counting needs only the tokenizer: loading it alone takes a fraction of the
+            # model's load time, so parsing and hashing (an unchanged re-ingest) skip the weights.
+            alone = _load_tokenizer(self.model_name)
+            if alone is not None:
+                return TokenizerCounter(alone)
         tokenizer = getattr(self.model, "tokenizer", None)
         return TokenizerCounter(tokenizer) if tokenizer is not None else ApproximateTokenCounter()
 

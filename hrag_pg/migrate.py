@@ -37,12 +37,25 @@ def alembic_config(url: str | None = None, *, embedding_dim: int | None = None) 
 
 def upgrade(url: str | None = None, revision: str = "head", *, embedding_dim: int | None = None) -> None:
     """Bring the hrag schema up to ``revision`` (idempotent at head)."""
-    command.upgrade(alembic_config(url, embedding_dim=embedding_dim), revision)
+    with _alembic_errors(revision):
+        command.upgrade(alembic_config(url, embedding_dim=embedding_dim), revision)
 
 
 def downgrade(url: str | None = None, revision: str = "base") -> None:
     """Revert to ``revision``; ``base`` removes everything hrag created."""
-    command.downgrade(alembic_config(url), revision)
+    with _alembic_errors(revision):
+        command.downgrade(alembic_config(url), revision)
+
+
+@contextmanager
+def _alembic_errors(revision: str) -> Iterator[None]:
+    """Alembic's own refusals (an unknown revision, a wrong direction) as one clear sentence."""
+    from alembic.util import CommandError
+
+    try:
+        yield
+    except CommandError as exc:
+        raise ConfigurationError(f"cannot migrate to revision {revision!r}: {exc}") from exc
 
 
 def head_revision() -> str:
@@ -56,6 +69,18 @@ def _script_config() -> Config:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     return config
+
+
+def needs_upgrade(url: str | None = None) -> bool:
+    """True unless the database is already at head (reading the version needs no CREATE)."""
+    with db.engine(url).connect() as conn:
+        return current_revision(conn) != head_revision()
+
+
+def revisions() -> list[str]:
+    """Every revision id, oldest first (``base`` and ``head`` are aliases on top)."""
+    script = ScriptDirectory.from_config(_script_config())
+    return [rev.revision for rev in reversed(list(script.walk_revisions()))]
 
 
 def current_revision(conn: sa.Connection) -> str | None:
@@ -81,8 +106,11 @@ def translate_migration_error(url: str) -> Iterator[None]:
         orig = exc.orig if isinstance(exc, sa.exc.DBAPIError) else exc
         where = db.redact(url)
         text = str(orig).strip().splitlines()[0] if orig is not None and str(orig).strip() else ""
-        if isinstance(orig, pg.FeatureNotSupported | pg.UndefinedFile) or (
-            'extension "vector"' in text and ("not available" in text or "control file" in text)
+        # Only a missing extension is "no pgvector" (FeatureNotSupported on PostgreSQL >= 15,
+        # UndefinedFile before); any other unsupported feature keeps its own message.
+        if 'extension "vector"' in text and (
+            isinstance(orig, pg.FeatureNotSupported | pg.UndefinedFile)
+            or "not available" in text or "control file" in text
         ):
             raise ConfigurationError(
                 f"The server at {where} has no pgvector extension ({text}): install pgvector >= 0.8 "

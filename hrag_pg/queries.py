@@ -15,6 +15,7 @@ from typing import Any
 import numpy as _np
 
 from . import defaults
+from . import limits as _limits
 from .errors import InvalidArgument
 
 # The hits come with the text a reranker scores (heading path + content, or
@@ -129,20 +130,20 @@ SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
 # async repositories only execute what these return.
 
 #: The SQL functions' bound on counts (hrag._check_count in sql/0002_retrieval.sql).
-MAX_COUNT = 1000
-_INT4_MIN, _INT4_MAX = -(2**31), 2**31 - 1
+MAX_COUNT = _limits.MAX_COUNT
 _REAL_MAX = 3.4028234663852886e38
 
 
 def _count(value: Any, name: str) -> Any:
-    """Refuse counts PostgreSQL cannot even cast to integer, naming the argument.
+    """Refuse counts outside 1..MAX_COUNT here, naming the argument the caller gave.
 
-    Values within integer range go to SQL, which checks 1..MAX_COUNT itself;
-    beyond it the server would only say "integer out of range".
+    The SQL functions check the same range, but the hybrid statements pass
+    derived counts (the candidate pool is 3 x k), so checking in SQL alone
+    would name a number the caller never typed.  None passes (optional counts).
     """
-    if isinstance(value, int) and not isinstance(value, bool) and not _INT4_MIN <= value <= _INT4_MAX:
-        raise InvalidArgument(f'argument "{name}" must be between 1 and {MAX_COUNT}, got {value}')
-    return value
+    if value is None:
+        return value
+    return _limits.check_count(value, f'argument "{name}"')
 
 
 def _real(value: Any, name: str) -> Any:
@@ -170,14 +171,14 @@ class Search:
     collection: str | None = None
     filter: dict[str, Any] | None = None
     lexical_weight: float = defaults.LEXICAL_WEIGHT
-    #: Vector candidates rescored by the hybrid score (None: 3 × k, at least 30).
+    #: Vector candidates rescored by the hybrid score (None: 3 × k, at least 30, at most MAX_COUNT).
     candidates: int | None = None
     min_relative_score: float | None = None
 
     def candidate_count(self, k: int) -> int:
         """How many vector candidates the hybrid score rescores (as hrag.search_hybrid defaults)."""
         if self.candidates is None:
-            return max(3 * k, k, 30)
+            return min(max(3 * k, 30), MAX_COUNT) if k <= MAX_COUNT else k
         return max(self.candidates, k)
 
     @property

@@ -25,6 +25,7 @@ Reads call the SQL functions in ``sql/`` — one round trip per retrieval.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
@@ -42,7 +43,7 @@ from sqlalchemy.engine import Engine
 from . import migrate, queries
 from .db import connection_error, operational_error
 from .embedding import Embedder, check_vectors
-from .errors import EmbeddingError, InvalidArgument, SchemaError, from_database
+from .errors import EmbeddingError, IngestError, InvalidArgument, SchemaError, from_database
 from .ingest.flatten import FlatDocument
 from .models import IngestResult, Node, RetrievalResult, SearchHit
 
@@ -121,6 +122,12 @@ def _node_id(value: Any) -> uuid.UUID:
     except ValueError:
         shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
         raise InvalidArgument(f"{shown} is not a node id (a UUID)") from None
+
+
+#: Advisory lock key held during a bulk load ("hrag" + "bulk").
+BULK_LOCK_KEY = 0x68726167_62756C6B
+#: How long a second bulk load waits for the first before it fails.
+BULK_LOCK_WAIT = "10s"
 
 
 class Repository:
@@ -397,19 +404,43 @@ class Repository:
         sequentially, and DROP INDEX briefly takes an exclusive lock on the
         table: use it for initial loads, not on a busy shared database.
         """
-        with self.engine.begin() as conn:
-            definition = conn.execute(
-                sa.text("SELECT pg_get_indexdef('hrag.nodes_embedding_hnsw_idx'::regclass)")
-            ).scalar_one()
-            conn.execute(sa.text("DROP INDEX hrag.nodes_embedding_hnsw_idx"))
+        # One bulk load at a time: a second one would find the index already dropped (and
+        # rebuild it while the first still loads).  It waits up to BULK_LOCK_WAIT, then fails clearly.
+        lock = self.engine.connect()
         try:
-            yield
-        finally:
+            lock.execute(sa.text("SELECT set_config('lock_timeout', :t, true)"), {"t": BULK_LOCK_WAIT})
+            try:
+                lock.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": BULK_LOCK_KEY})
+            except sa.exc.OperationalError as exc:
+                raise IngestError(
+                    f"another bulk load is running on this database (waited {BULK_LOCK_WAIT}); "
+                    "run bulk loads one after another, or ingest without --bulk"
+                ) from exc
+            lock.commit()
             with self.engine.begin() as conn:
-                conn.execute(sa.text("SELECT set_config('maintenance_work_mem', :m, true)"),
-                             {"m": maintenance_work_mem})
-                conn.execute(sa.text("SELECT set_config('max_parallel_maintenance_workers', '2', true)"))
-                conn.execute(sa.text(definition))
+                definition = conn.execute(
+                    sa.text("SELECT pg_get_indexdef('hrag.nodes_embedding_hnsw_idx'::regclass)")
+                ).scalar_one()
+                conn.execute(sa.text("DROP INDEX hrag.nodes_embedding_hnsw_idx"))
+            try:
+                yield
+            finally:
+                with self.engine.begin() as conn:
+                    conn.execute(sa.text("SELECT set_config('maintenance_work_mem', :m, true)"),
+                                 {"m": maintenance_work_mem})
+                    conn.execute(sa.text("SELECT set_config('max_parallel_maintenance_workers', '2', true)"))
+                    conn.execute(sa.text(definition))
+                # Fresh statistics right away: until autovacuum analyzes the table, the planner
+                # misjudges the freshly loaded rows and retrieval is several times slower.
+                with self.engine.begin() as conn:
+                    conn.execute(sa.text("ANALYZE hrag.nodes"))
+                    conn.execute(sa.text("ANALYZE hrag.documents"))
+                    conn.execute(sa.text("ANALYZE hrag.document_terms"))
+        finally:
+            with contextlib.suppress(sa.exc.SQLAlchemyError):
+                lock.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": BULK_LOCK_KEY})
+                lock.commit()
+            lock.close()
 
     def delete_source(self, source: str, collection: str = "default") -> bool:
         """Delete a document and its whole tree; False if there was none."""
@@ -559,6 +590,11 @@ class Repository:
         with self._writing() as conn:
             rows = conn.execute(sa.text("SELECT problem, fixed FROM hrag.repair_integrity()")).all()
         return {problem: int(fixed) for problem, fixed in rows}
+
+    def collections(self) -> list[str]:
+        """The collections this role can see (row-level security applies), sorted."""
+        return [r["collection"] for r in self._fetch(
+            "SELECT DISTINCT collection FROM hrag.documents ORDER BY collection", {})]
 
     def stats(self) -> dict[str, Any]:
         with self._reading() as conn:

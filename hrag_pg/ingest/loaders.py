@@ -33,6 +33,11 @@ SUPPORTED_EXTENSIONS = {
     ".pdf": "pdf",
     ".py": "python",
 }
+#: Largest file accepted (bytes): parsing is in memory, and a bigger file is better split first.
+MAX_FILE_BYTES = 20_000_000
+#: Longest line accepted in text, Markdown and Python files (characters): a single line is one
+#: paragraph, and splitting one that long takes minutes (a minified or generated file, not prose).
+MAX_LINE_CHARS = 100_000
 _CONTROL_BYTES = bytes(b for b in range(32) if b not in b"\t\n\r\f\v\x1b")
 
 
@@ -61,6 +66,10 @@ def read_text(path: Path, *, errors: str = "strict") -> str:
     if errors not in ("strict", "replace"):
         raise ValueError("errors must be 'strict' or 'replace'")
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise IngestError(f"{path}: the file is {size:,} bytes; the limit is {MAX_FILE_BYTES:,} bytes per file "
+                              "(split it into smaller files)")
         data = path.read_bytes()
     except OSError as exc:
         raise IngestError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
@@ -75,6 +84,15 @@ def read_text(path: Path, *, errors: str = "strict") -> str:
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
         raise IngestError(f"{path}: the file is empty (or only whitespace); nothing to ingest")
+    return text
+
+
+def _check_lines(path: Path, text: str) -> str:
+    """Refuse a line longer than MAX_LINE_CHARS, naming its number and length."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        if len(line) > MAX_LINE_CHARS:
+            raise IngestError(f"{path}: line {number} is {len(line):,} characters long; the limit is "
+                              f"{MAX_LINE_CHARS:,} characters per line (wrap the text, or split the file)")
     return text
 
 
@@ -108,7 +126,7 @@ def _plain_text(path: Path, file_type: str, errors: str) -> str:
     text = read_text(path, errors=errors)
     if file_type == "html":
         return parse_html(text, str(path)).root.full_text()
-    return text
+    return _check_lines(path, text)
 
 
 def load_document(
@@ -134,10 +152,13 @@ def load_document(
     source = source if source is not None else str(path)
 
     tree: DocumentTree
+    if file_type == "pdf" and path.stat().st_size > MAX_FILE_BYTES:
+        raise IngestError(f"{path}: the file is {path.stat().st_size:,} bytes; the limit is {MAX_FILE_BYTES:,} "
+                          "bytes per file (split it into smaller files)")
     if file_type == "pdf" and strategy in (None, "pages"):
         tree, strategy = parse_pdf(path, source), "pages"
     elif file_type == "python" and strategy in (None, "code"):
-        tree, strategy = parse_python(read_text(path, errors=errors), source), "code"
+        tree, strategy = parse_python(_check_lines(path, read_text(path, errors=errors)), source), "code"
     elif strategy == "code":
         raise IngestError(f"{path}: the code strategy reads Python (.py) files only")
     elif file_type == "html" and strategy in (None, "headings"):
@@ -166,23 +187,36 @@ def _is_hidden(path: Path, base: Path) -> bool:
     return any(part.startswith(".") for part in path.relative_to(base).parts)
 
 
+def _is_blank(file: Path) -> bool:
+    """An empty or whitespace-only file (a package's ``__init__.py``): nothing to ingest, nothing wrong."""
+    try:
+        size = file.stat().st_size
+        return size == 0 or (size <= 4096 and not file.read_bytes().strip())
+    except OSError:
+        return False  # reading it later reports the problem
+
+
 def iter_supported_files(paths: Iterable[Path | str]) -> tuple[list[Path], list[tuple[Path, str]]]:
     """Expand files and directories into (supported files, skipped files with reasons).
 
     Directories are walked recursively in sorted order; hidden files and
     directories (".git", ".env") are skipped silently, unsupported
-    extensions and missing paths are reported.  Each file appears once.
+    extensions, empty files found in a directory (a package's ``__init__.py``)
+    and missing paths are reported.  Each file appears once.
     """
     supported: list[Path] = []
     skipped: list[tuple[Path, str]] = []
     seen: set[Path] = set()
 
-    def consider(file: Path) -> None:
+    def consider(file: Path, *, found: bool = False) -> None:
         if file in seen:
             return
         seen.add(file)
         if file.suffix.lower() in SUPPORTED_EXTENSIONS:
-            supported.append(file)
+            if found and _is_blank(file):  # named explicitly, an empty file stays an error
+                skipped.append((file, "empty file"))
+            else:
+                supported.append(file)
         else:
             skipped.append((file, f"unsupported file type {file.suffix or '(no extension)'!r}"))
 
@@ -191,7 +225,7 @@ def iter_supported_files(paths: Iterable[Path | str]) -> tuple[list[Path], list[
         if path.is_dir():
             for file in sorted(path.rglob("*")):
                 if file.is_file() and not _is_hidden(file, path):
-                    consider(file)
+                    consider(file, found=True)
         elif path.is_file():
             consider(path)
         else:

@@ -1,0 +1,46 @@
+"""The ranges hrag accepts, in one place for the CLI and the Python API.
+
+The SQL functions check the same ranges (``hrag._check_count`` bounds every
+count by 1..1000, ``merge_threshold`` and ``min_relative_score`` lie in
+(0, 1], ``lexical_weight`` in [0, 1]); checking them here first means the
+message names the argument the caller typed (``--top-k`` on the command
+line, ``top_k`` in Python) and the value they gave, not an internal one.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .errors import InvalidArgument
+
+#: Upper bound of every count (k, parents, candidates): hrag._check_count in sql/0002_retrieval.sql.
+MAX_COUNT = 1000
+#: Largest token budget accepted (hrag.retrieve_hits in sql/0007_candidates_and_budget.sql).
+MAX_CONTEXT_TOKENS = 100_000
+#: Ingestion: token sizes of children, overlaps, parents and windows.
+MAX_CHUNK_TOKENS = 100_000
+
+
+def check_count(value: Any, name: str, *, maximum: int = MAX_COUNT) -> int:
+    """An integer in 1..maximum, else InvalidArgument naming ``name`` and the value given."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+        raise InvalidArgument(f"{name} must be between 1 and {maximum}, got {value!r}")
+    return value
+
+
+def check_nonnegative(value: Any, name: str, *, maximum: int) -> int:
+    """An integer in 0..maximum."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= maximum:
+        raise InvalidArgument(f"{name} must be between 0 and {maximum}, got {value!r}")
+    return value
+
+
+def check_fraction(value: Any, name: str, *, zero_allowed: bool) -> float:
+    """A number in (0, 1] (or [0, 1] when ``zero_allowed``)."""
+    low = "[0" if zero_allowed else "(0"
+    ok = (not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+          and (0 <= value <= 1 if zero_allowed else 0 < value <= 1))
+    if not ok:
+        raise InvalidArgument(f"{name} must be in {low}, 1], got {value!r}")
+    return float(value)

@@ -1,0 +1,442 @@
+"""The CLI as an operator meets it: literal output, no tracebacks, roles, safe migrations, limits, help.
+
+Most tests need no embedding model: documents are ingested through the
+Python API with a deterministic embedder whose token counter is the real
+model's tokenizer, and the CLI runs with ``HRAG_EMBEDDING_MODEL`` pointing at
+a copy of the bundled model whose *weights are garbage*.  A command that
+loads the model therefore fails loudly, which is how these tests prove that
+``show``, ``stats``, ``check``, argument errors and unchanged re-ingests never
+load it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from typer.testing import CliRunner
+
+from hrag_pg import db, embedding
+from hrag_pg.api import HRAG
+from hrag_pg.cli import app
+from hrag_pg.ingest.tokens import TokenCounter, TokenizerCounter
+from tests.embedders import HashingEmbedder
+
+runner = CliRunner()
+REPO = Path(__file__).resolve().parents[2]
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="session")
+def weightless_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled model's folder with its tokenizer intact and its weights replaced by garbage."""
+    real = Path(embedding.default_model_path())
+    copy = tmp_path_factory.mktemp("weightless-model")
+    for item in real.iterdir():
+        if item.name != "model.safetensors":
+            (copy / item.name).symlink_to(item)
+    (copy / "model.safetensors").write_bytes(b"these are not weights")
+    return copy
+
+
+class TokenizerEmbedder(HashingEmbedder):
+    """Hashing vectors, but the model name and token counts of ``model_dir`` (so hashes match the CLI's)."""
+
+    def __init__(self, model_dir: Path) -> None:
+        super().__init__()
+        self.model_name = str(model_dir)
+        self._tokens = TokenizerCounter(embedding._load_tokenizer(str(model_dir)))
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        return self._tokens
+
+
+@pytest.fixture
+def env(db_url: str, weightless_model: Path, tmp_path: Path) -> dict[str, str]:
+    return {"HRAG_DATABASE_URL": db_url, "HRAG_DATA_DIR": str(tmp_path / "unused"),
+            "HRAG_EMBEDDING_MODEL": str(weightless_model), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def cli(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The real `hrag` in a fresh process (no model or engine cached from other tests)."""
+    full = {**os.environ, **env, "PYTHONPATH": str(REPO), "COLUMNS": "80"}
+    return subprocess.run([sys.executable, "-m", "hrag_pg.cli", *args], env=full, cwd=cwd,
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def invoke(env: dict[str, str], *args: str):
+    return runner.invoke(app, list(args), env=env)
+
+
+def model_loads() -> int:
+    info = embedding._load_model.cache_info()
+    return info.hits + info.misses
+
+
+BRACKETS_MD = "# Tools\n\n## Hosts\n\nEdit [/etc/hosts] first.\n\n[pip-tools] is a package for pinning.\n"
+
+
+@pytest.fixture
+def stored(db_url: str, weightless_model: Path, tmp_path: Path) -> tuple[HRAG, Path]:
+    """A file named ``[bold]name.md`` with bracketed text, ingested into collection ``[/x]``."""
+    doc = tmp_path / "[bold]name.md"
+    doc.write_text(BRACKETS_MD, encoding="utf-8")
+    hrag = HRAG(db_url, embedder=TokenizerEmbedder(weightless_model))
+    report = hrag.ingest([doc], collection="[/x]")
+    assert not report.failed, report.failed
+    return hrag, doc
+
+
+def node_id_of(db_url: str, title: str) -> str:
+    with psycopg.connect(db.libpq_url(db_url)) as conn:
+        return str(conn.execute("SELECT id FROM hrag.nodes WHERE title = %s", (title,)).fetchone()[0])
+
+
+# ------------------------------------------------------------ 1. stored text is literal
+
+
+def test_show_prints_brackets_in_stored_text_literally(env: dict[str, str], db_url: str, stored) -> None:
+    result = invoke(env, "show", node_id_of(db_url, "Hosts"))
+    assert result.exit_code == 0, result.output
+    assert "Edit [/etc/hosts] first." in result.stdout and "[pip-tools] is a package" in result.stdout
+
+
+def test_stats_prints_a_bracketed_collection_name(env: dict[str, str], stored) -> None:
+    result = invoke(env, "stats")
+    assert result.exit_code == 0, result.output
+    assert "[/x]" in result.stdout
+
+
+def test_ingest_report_names_a_bracketed_file_literally_and_reuses_hashes_without_the_model(
+        env: dict[str, str], stored) -> None:
+    _, doc = stored
+    result = cli(env, "ingest", str(doc), "-c", "[/x]")
+    assert result.returncode == 0, result.stderr
+    assert f"unchanged {doc} " in result.stdout and doc.name == "[bold]name.md"
+    assert "1 document, " in result.stdout and "0 texts embedded" in result.stdout
+
+
+@pytest.mark.model
+def test_query_output_prints_brackets_literally(db_url: str, tmp_path: Path) -> None:
+    doc = tmp_path / "tools.md"
+    doc.write_text(BRACKETS_MD, encoding="utf-8")
+    HRAG(db_url).ingest([doc], collection="tools")
+    result = invoke({"HRAG_DATABASE_URL": db_url}, "query", "Which package pins versions?", "-c", "tools")
+    assert result.exit_code == 0, result.output
+    assert "[pip-tools] is a package for pinning." in result.stdout
+
+
+# ----------------------------------------------------------------- 3. no traceback ever
+
+#: Every subcommand with bad arguments: (args, exit status, what the one line must say).
+BAD_ARGUMENTS = [
+    (("query", "x", "--top-k", "abc"), 2, "--top-k"),
+    (("query", "x", "--top-k", "0"), 2, "--top-k must be between 1 and 1000, got 0"),
+    (("query", "x", "--top-k", "1200"), 2, "--top-k must be between 1 and 1000, got 1200"),
+    (("query", "x", "--max-parents", "-1"), 2, "--max-parents must be between 1 and 1000, got -1"),
+    (("query", "x", "-m", "auto-merge", "--merge-threshold", "2"), 2, "--merge-threshold must be in (0, 1], got 2.0"),
+    (("query", "x", "--lexical-weight", "nan"), 2, "--lexical-weight must be in [0, 1]"),
+    (("query", "x", "--min-relative-score", "0"), 2, "--min-relative-score must be in (0, 1]"),
+    (("query", "x", "--max-tokens", "0"), 2, "--max-tokens must be between 1 and"),
+    (("query", "x", "--mode", "sideways"), 2, "--mode must be one of parent-child, auto-merge"),
+    (("query", "x", "--filter", "{bad"), 2, "--filter is not valid JSON"),
+    (("query", "x", "--filter", "[1]"), 2, "--filter must be a JSON object"),
+    (("query", ""), 2, "the question is empty"),
+    (("query",), 2, "Missing argument"),
+    (("query", "x", "-c", "nothere"), 1, "no collection 'nothere' in this database; collections:"),
+    (("query", "x", "--no-such-flag"), 2, "No such option"),
+    (("show", "not-a-uuid"), 2, "is not a node id"),
+    (("show", "00000000-0000-0000-0000-000000000000"), 1, "no node"),
+    (("show",), 2, "Missing argument"),
+    (("delete", "never.md"), 1, "no source 'never.md' in collection 'default'"),
+    (("stats", "extra"), 2, "unexpected extra argument"),
+    (("check", "--repair=maybe"), 2, "--repair"),
+    (("ingest", "no/such/file.md"), 2, "no/such/file.md: no such file or directory"),
+    (("ingest", "pyproject.toml"), 2, "pyproject.toml: unsupported file type '.toml'"),
+    (("ingest", "README.md", "--strategy", "poetry"), 2, "unknown strategy 'poetry'"),
+    (("ingest", "README.md", "--child", "haiku"), 2, "unknown child strategy 'haiku'"),
+    (("ingest", "README.md", "--max-child-tokens", "0"), 2, "--max-child-tokens must be between 1 and"),
+    (("ingest", "README.md", "--overlap-tokens", "-5"), 2, "--overlap-tokens must be between 0 and"),
+    (("ingest", "README.md", "--errors", "ignore"), 2, "--errors must be strict or replace"),
+    (("ingest", "README.md", "-c", " "), 2, "--collection must not be empty"),
+    (("eval", "nothere.jsonl"), 2, "nothere.jsonl: no such file"),
+    (("eval", "README.md"), 2, "README.md:1: not valid JSON"),
+    (("eval", "tests/fixtures/demo_questions.jsonl", "--mode", "up"), 2, "--mode must be one of"),
+    (("eval", "tests/fixtures/demo_questions.jsonl", "--max-tokens", "-1"), 2, "--max-tokens must be between"),
+    (("migrate", "nonsense_rev"), 2, "unknown revision 'nonsense_rev'; choose head, base or one of 0001"),
+    (("migrate", "--embedding-dim", "0"), 2, "embedding"),
+    (("migrate", "--embedding-dim", "768"), 1, "this database stores 384-dimensional vectors"),
+    (("migrate", "base"), 2, "add --yes to confirm"),
+    (("demo", "--max-lines", "0"), 2, "--max-lines must be between 1 and"),
+    (("db", "status", "--json=1"), 2, "--json"),
+    (("db", "nothing"), 2, "No such command 'nothing'"),
+    (("nonsense",), 2, "No such command 'nonsense'"),
+]
+
+
+@pytest.mark.parametrize(("args", "code", "message"), BAD_ARGUMENTS, ids=[" ".join(a[0]) for a in BAD_ARGUMENTS])
+def test_every_subcommand_refuses_bad_arguments_in_one_line_without_a_traceback(
+        env: dict[str, str], monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], code: int, message: str) -> None:
+    monkeypatch.chdir(REPO)
+    loads = model_loads()
+    result = invoke(env, *args)
+    assert result.exit_code == code, (result.stdout, result.stderr)
+    assert "Traceback" not in result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert message in lines[0]
+    assert model_loads() == loads, "an argument error loaded the embedding model"
+
+
+def test_an_unexpected_error_is_one_line_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hrag_pg.cli
+
+    def broken() -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(hrag_pg.cli, "_open", broken)
+    monkeypatch.delenv("HRAG_DEBUG", raising=False)
+    result = runner.invoke(app, ["stats"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.stderr.startswith("error: unexpected RuntimeError: boom (a bug in hrag-pg; set HRAG_DEBUG=1")
+
+
+def test_error_lines_are_not_wrapped_and_do_not_repeat_the_path(env: dict[str, str], tmp_path: Path) -> None:
+    deep = tmp_path / ("a-rather-long-directory-name-" * 3) / "bad.md"
+    deep.parent.mkdir(parents=True)
+    deep.write_bytes(b"\xff\xfe" + "not utf-8".encode("utf-16-le"))
+    result = cli(env, "ingest", str(deep))
+    assert result.returncode == 1
+    failed = [line for line in result.stderr.splitlines() if line.startswith("failed")]
+    assert len(failed) == 1 and len(failed[0]) > 80
+    assert failed[0].count(str(deep)) == 1 and "UTF-16" in failed[0]
+    assert not result.stderr.startswith("\n")
+
+
+# ------------------------------------------------------------------- 4. read-only roles
+
+
+@pytest.fixture
+def roles(db_url: str, stored) -> Iterator[dict[str, str]]:
+    """A reader (hrag.grant_reader) and a tenant of [/x] (hrag.create_tenant_role), as login roles."""
+    suffix = uuid.uuid4().hex[:8]
+    names = {"reader": f"hrag_reader_{suffix}", "tenant": f"hrag_tenant_{suffix}"}
+    with psycopg.connect(db.libpq_url(db_url), autocommit=True) as conn:
+        conn.execute(f'CREATE ROLE "{names["reader"]}" LOGIN')
+        conn.execute("SELECT hrag.grant_reader(%s)", (names["reader"],))
+        conn.execute("SELECT hrag.create_tenant_role(%s, ARRAY['[/x]'])", (names["tenant"],))
+        conn.execute(f'ALTER ROLE "{names["tenant"]}" LOGIN')
+    user = db_url.split("://", 1)[1].split("@", 1)[0]
+    yield {kind: db_url.replace(f"{user}@", f"{name}@", 1) for kind, name in names.items()}
+    db._engine_for.cache_clear()
+    with psycopg.connect(db.libpq_url(db_url), autocommit=True) as conn:
+        for name in names.values():
+            conn.execute(f'DROP OWNED BY "{name}"')
+            conn.execute(f'DROP ROLE "{name}"')
+
+
+@pytest.mark.parametrize("kind", ["reader", "tenant"])
+def test_read_only_roles_open_a_database_at_head_and_use_show_stats_and_check(
+        env: dict[str, str], db_url: str, roles: dict[str, str], kind: str) -> None:
+    HRAG.open(roles[kind])  # at head: nothing to migrate, so no CREATE needed
+    as_role = {**env, "HRAG_DATABASE_URL": roles[kind]}
+    node = node_id_of(db_url, "Hosts")
+    loads = model_loads()
+    for args in (("stats",), ("show", node), ("check",)):
+        result = invoke(as_role, *args)
+        assert result.exit_code == 0, (args, result.output)
+    assert model_loads() == loads, "show, stats or check loaded the embedding model"
+    assert "[/x]" in invoke(as_role, "stats").stdout
+    repair = invoke(as_role, "check", "--repair")
+    assert repair.exit_code == 1 and "--repair needs write access" in repair.stderr
+
+
+@pytest.mark.model
+def test_a_tenant_role_can_query_its_collection(roles: dict[str, str]) -> None:
+    result = invoke({"HRAG_DATABASE_URL": roles["tenant"]}, "query", "Which package pins versions?", "-c", "[/x]")
+    assert result.exit_code == 0, result.output
+    assert "[pip-tools] is a package" in result.stdout
+
+
+# -------------------------------------------------------------------- 5. migrations
+
+
+def test_migrate_base_needs_yes_and_says_what_it_deletes(env: dict[str, str], stored) -> None:
+    refused = invoke(env, "migrate", "base")
+    assert refused.exit_code == 2
+    assert "deletes 1 document in 1 collection; add --yes to confirm" in refused.stderr
+    assert "[/x]" in invoke(env, "stats").stdout  # nothing was removed
+    removed = invoke(env, "migrate", "base", "--yes")
+    assert removed.exit_code == 0 and "hrag removed" in removed.stdout
+
+
+def test_migrate_names_the_revision_actually_reached(env: dict[str, str]) -> None:
+    from hrag_pg.migrate import head_revision
+
+    head = head_revision()
+    down = invoke(env, "migrate", "0003", "--yes")
+    assert down.exit_code == 0, down.output
+    assert f"from revision {head} to 0003" in down.stdout and f"to {head}" not in down.stdout
+    up = invoke(env, "migrate")
+    assert up.exit_code == 0 and f"from revision 0003 to {head}" in up.stdout
+    again = invoke(env, "migrate")
+    assert f"already at revision {head}" in again.stdout
+
+
+def test_only_a_missing_vector_extension_is_reported_as_no_pgvector() -> None:
+    import psycopg.errors as pg
+
+    from hrag_pg.errors import ConfigurationError
+    from hrag_pg.migrate import translate_migration_error
+
+    with pytest.raises(pg.FeatureNotSupported), translate_migration_error("postgresql://u@h/d"):
+        raise pg.FeatureNotSupported("cannot use CONCURRENTLY here")
+    with pytest.raises(ConfigurationError, match="no pgvector"), translate_migration_error("postgresql://u@h/d"):
+        raise pg.FeatureNotSupported('extension "vector" is not available')
+
+
+# ------------------------------------------------------------------ 6. bulk path
+
+
+def test_a_second_bulk_load_fails_clearly_while_one_runs(db_url: str, monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    from hrag_pg import repository
+    from hrag_pg.errors import IngestError
+
+    monkeypatch.setattr(repository, "BULK_LOCK_WAIT", "200ms")
+    doc = tmp_path / "a.md"
+    doc.write_text(BRACKETS_MD, encoding="utf-8")
+    hrag = HRAG(db_url, embedder=HashingEmbedder())
+    with psycopg.connect(db.libpq_url(db_url)) as first:
+        first.execute("SELECT pg_advisory_lock(%s)", (repository.BULK_LOCK_KEY,))
+        with pytest.raises(IngestError, match="another bulk load is running"):
+            hrag.ingest([doc], bulk=True)
+        first.execute("SELECT pg_advisory_unlock(%s)", (repository.BULK_LOCK_KEY,))
+    report = hrag.ingest([doc], bulk=True)
+    assert report.results[0].status == "created"
+    with psycopg.connect(db.libpq_url(db_url)) as conn:
+        analyzed = conn.execute("SELECT last_analyze FROM pg_stat_user_tables "
+                                "WHERE schemaname = 'hrag' AND relname = 'nodes'").fetchone()[0]
+        index = conn.execute("SELECT to_regclass('hrag.nodes_embedding_hnsw_idx')").fetchone()[0]
+    assert analyzed is not None, "a bulk load must end with ANALYZE hrag.nodes"
+    assert index is not None
+
+
+def test_check_reports_a_missing_vector_index_and_repair_rebuilds_it(env: dict[str, str], db_url: str,
+                                                                      stored) -> None:
+    with psycopg.connect(db.libpq_url(db_url), autocommit=True) as conn:
+        conn.execute("DROP INDEX hrag.nodes_embedding_hnsw_idx")  # a bulk load that died before rebuilding it
+    found = invoke(env, "check")
+    assert found.exit_code == 1
+    assert "vector_index_missing" in found.stdout and "1 problem" in found.stdout
+    repaired = invoke(env, "check", "--repair")
+    assert repaired.exit_code == 0, repaired.output
+    assert "repaired vector_index: 1" in repaired.stdout and "all trees are consistent" in repaired.stdout
+    with psycopg.connect(db.libpq_url(db_url)) as conn:
+        assert conn.execute("SELECT to_regclass('hrag.nodes_embedding_hnsw_idx')").fetchone()[0] is not None
+
+
+# --------------------------------------------------------------- 8. large input
+
+
+def test_a_file_with_a_huge_line_is_refused_naming_file_line_and_limit(tmp_path: Path, db_url: str) -> None:
+    from hrag_pg.ingest.loaders import MAX_LINE_CHARS
+
+    doc = tmp_path / "minified.md"
+    doc.write_text("# T\n\n" + "word " * (MAX_LINE_CHARS // 5 + 10) + "\n", encoding="utf-8")
+    report = HRAG(db_url, embedder=HashingEmbedder()).ingest([doc])
+    (path, why), = report.failed
+    assert path == str(doc) and f"line 3 is {MAX_LINE_CHARS + 50:,} characters long" in why
+    assert f"the limit is {MAX_LINE_CHARS:,} characters per line" in why
+
+
+def test_a_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path: Path, db_url: str) -> None:
+    from hrag_pg.ingest.loaders import MAX_FILE_BYTES
+
+    doc = tmp_path / "huge.md"
+    with doc.open("wb") as handle:  # sparse: nothing is written, the size is what matters
+        handle.truncate(MAX_FILE_BYTES + 1)
+    report = HRAG(db_url, embedder=HashingEmbedder()).ingest([doc])
+    (_, why), = report.failed
+    assert f"the file is {MAX_FILE_BYTES + 1:,} bytes; the limit is {MAX_FILE_BYTES:,} bytes per file" in why
+
+
+# ------------------------------------------------------------ 9. limits and skipping
+
+
+def test_an_empty_init_py_in_a_package_is_skipped_not_failed(tmp_path: Path, db_url: str) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "mod.py").write_text("def f():\n    return 1\n")
+    report = HRAG(db_url, embedder=HashingEmbedder()).ingest([package])
+    assert not report.failed
+    assert [Path(p).name for p, _ in report.skipped] == ["__init__.py"]
+    assert [Path(r.source).name for r in report.results] == ["mod.py"]
+
+
+def test_python_limits_name_the_argument_given_not_a_derived_one(db_url: str, stored) -> None:
+    from hrag_pg.errors import InvalidArgument
+    from hrag_pg.queries import Search
+
+    hrag, _ = stored
+    query = hrag.embed_query("pinning packages")
+    hybrid = Search(query=query, text="pinning packages", lexical_weight=0.3)
+    assert hrag.repository.parent_child(hybrid, top_k_children=400)  # 3 x 400 candidates stay within 1..1000
+    with pytest.raises(InvalidArgument, match=r'argument "top_k_children" must be between 1 and 1000, got 1200'):
+        hrag.repository.parent_child(hybrid, top_k_children=1200)
+    with pytest.raises(InvalidArgument, match=r'argument "top_k" must be between 1 and 1000, got 0'):
+        hrag.repository.auto_merge(hybrid, top_k=0)
+
+
+@pytest.mark.model
+def test_ctrl_c_during_ingest_exits_130_with_one_line(tmp_path: Path, db_url: str) -> None:
+    import signal
+    import time
+
+    for i in range(60):
+        (tmp_path / f"doc{i:02}.md").write_text(f"# Doc {i}\n\n" + "A paragraph about pelicans. " * 40 + "\n")
+    env = {**os.environ, "HRAG_DATABASE_URL": db_url, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    process = subprocess.Popen([sys.executable, "-m", "hrag_pg.cli", "ingest", str(tmp_path), "-c", "big"],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(8)  # imports done, model loading or documents being written
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr and stderr.strip().splitlines()[-1] == "error: interrupted"
+
+
+# ----------------------------------------------------------------------- 10. help
+
+
+@pytest.mark.parametrize("command", [
+    (), ("db",), ("db", "start"), ("db", "stop"), ("db", "status"), ("db", "url"), ("migrate",), ("ingest",),
+    ("query",), ("show",), ("delete",), ("stats",), ("check",), ("eval",), ("demo",),
+])
+def test_every_command_has_short_help_with_an_example_and_no_type_tags(command: tuple[str, ...]) -> None:
+    result = runner.invoke(app, [*command, "-h"])
+    assert result.exit_code == 0, result.output
+    assert "Examples:" in result.stdout
+    assert "<bool>" not in result.stdout and "<int>" not in result.stdout and "<str>" not in result.stdout
+
+
+def test_db_url_of_a_server_that_is_not_running_exits_3(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["db", "url"], env={"HRAG_DATA_DIR": str(tmp_path / "fresh"), "HRAG_DATABASE_URL": ""})
+    assert result.exit_code == 3 and result.stderr.startswith("error: the embedded PostgreSQL in ")
+
+
+def test_version_and_eval_question_format() -> None:
+    version = runner.invoke(app, ["--version"])
+    assert version.exit_code == 0 and version.stdout.startswith("hrag-pg ")
+    help_text = runner.invoke(app, ["eval", "-h"]).stdout
+    assert '"evidence": ["verbatim snippet"' in help_text and "evidence: }" not in help_text
+    assert "kind is narrow" in help_text
