@@ -133,8 +133,8 @@ def test_db_status_of_an_uninitialised_data_dir_exits_3(tmp_path: Path) -> None:
 
 #: What each command's --help must document: its subcommands or arguments and its key options.
 HELP: dict[str, list[str]] = {
-    "": ["migrate", "ingest", "query", "show", "delete", "sources", "stats", "check", "eval", "demo", "db",
-         "--version"],
+    "": ["migrate", "ingest", "query", "show", "delete", "sources", "distribute", "stats", "check", "eval", "demo",
+         "db", "--version"],
     "db": ["start", "stop", "status", "url"],
     "migrate": ["revision", "--embedding-dim"],
     "ingest": ["paths", "--collection", "--strategy", "--child", "--max-child-tokens", "--overlap-tokens",
@@ -145,6 +145,7 @@ HELP: dict[str, list[str]] = {
     "show": ["node_id", "--json"],
     "delete": ["source", "--collection"],
     "sources": ["--collection", "--rename-from-paths", "--dry-run", "--json"],
+    "distribute": [],
     "stats": ["--json"],
     "check": ["--repair", "--json"],
     "eval": ["questions", "--mode", "--collection", "--max-tokens", "--lexical-weight", "--json"],
