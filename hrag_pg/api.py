@@ -197,6 +197,7 @@ class HRAG:
                       question_generator: QuestionGenerator | None, stop_on_error: bool, force: bool,
                       metadata: dict[str, Any],
                       on_file: Callable[[Path, int, int], None] | None = None) -> None:
+        self._ingest_embedder()  # a model that does not fit the database fails the call, not each file
         for index, (path, name) in enumerate(files, start=1):
             if on_file:
                 on_file(path, index, len(files))
