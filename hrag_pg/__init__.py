@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .api import HRAG, AsyncHRAG, AutoMergingRetriever, IngestReport, ParentChildRetriever
+    from .api import HRAG, AsyncHRAG, AutoMergingRetriever, AutoRetriever, IngestReport, ParentChildRetriever
     from .ingest.pipeline import IngestOptions
     from .models import ChildChunk, Context, Node, ParentChunk, RetrievalResult
 
 _EXPORTS = {
     "HRAG": "api", "AsyncHRAG": "api", "ParentChildRetriever": "api", "AutoMergingRetriever": "api",
+    "AutoRetriever": "api",
     "IngestReport": "api", "IngestOptions": "ingest.pipeline",
     "Node": "models", "ParentChunk": "models", "ChildChunk": "models", "RetrievalResult": "models",
     "Context": "models",
@@ -35,6 +36,7 @@ def __getattr__(name: str) -> Any:
 # Spelled out (not sorted(_EXPORTS)) so type checkers and linters can read it;
 # tests/unit/test_package.py keeps the two lists equal.
 __all__ = [
-    "HRAG", "AsyncHRAG", "AutoMergingRetriever", "ChildChunk", "Context", "IngestOptions", "IngestReport",
+    "HRAG", "AsyncHRAG", "AutoMergingRetriever", "AutoRetriever", "ChildChunk", "Context", "IngestOptions",
+    "IngestReport",
     "Node", "ParentChildRetriever", "ParentChunk", "RetrievalResult",
 ]

@@ -15,33 +15,40 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import datetime
+import functools
 import time
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, Field
+from typing_extensions import Self
 
-from . import context as context_module
-from . import db, migrate
+from . import db, defaults, migrate
 from .async_repository import AsyncRepository
 from .embedding import Embedder, default_embedder
 from .errors import HragError, IngestError
 from .ingest.children import QuestionGenerator
-from .ingest.loaders import iter_supported_files
-from .ingest.pipeline import IngestOptions, prepare_file, prepare_tree
+from .ingest.loaders import load_document
+from .ingest.pipeline import IngestOptions, Strategy, prepare_tree
+from .ingest.sources import name_files, old_names
+from .ingest.text import TextFormat, check_metadata, check_source, load_text
 from .ingest.tokens import TokenCounter
 from .ingest.tree import DocumentTree
-from .models import ChildChunk, Context, IngestResult, ParentChunk, RetrievalResult, SearchHit
-from .queries import Search
+from .models import ChildChunk, Context, IngestResult, ParentChunk, RetrievalResult
 from .repository import Progress, Repository
 from .rerank import Reranker
+from .retrievers import AutoMergingRetriever, AutoRetriever, BaseRetriever, ParentChildRetriever, retriever_for
 
 #: Longest question accepted; the model reads 256 tokens anyway.
 MAX_QUESTION_CHARS = 10_000
-#: Default weight of lexical term overlap in the hybrid score (see sql/0003_hybrid.sql).
-DEFAULT_LEXICAL_WEIGHT = 0.3
+#: Default weight of lexical term overlap in the hybrid score (kept for callers; see :mod:`hrag_pg.defaults`).
+DEFAULT_LEXICAL_WEIGHT = defaults.LEXICAL_WEIGHT
 
 
 @dataclass
@@ -90,6 +97,7 @@ class HRAG:
         self._embedder = embedder
         self._model = model
         self._embedder_checked = False
+        self._async_repository: AsyncRepository | None = None
         if check:
             self.repository.check_ready()
 
@@ -144,6 +152,8 @@ class HRAG:
         stop_on_error: bool = False,
         force: bool = False,
         bulk: bool = False,
+        metadata: dict[str, Any] | None = None,
+        source: str | None = None,
         on_file: Callable[[Path, int, int], None] | None = None,
     ) -> IngestReport:
         """Ingest files and directories; unsupported files are skipped and reported.
@@ -156,6 +166,13 @@ class HRAG:
         bulk loads take a lock so two never run at once, and end with ANALYZE.
         ``on_file(path, index, total)`` is called before each file is parsed
         (the CLI's status line).
+
+        Source names do not depend on the current directory (see
+        :mod:`hrag_pg.ingest.sources`): a file is named by its file name, a
+        directory's files by their path relative to it, and ``source`` names
+        the one file given or prefixes a directory's names.  ``metadata`` (a
+        JSON object) is stored on every document written, and ``filter``
+        matches it.
         """
         started = time.perf_counter()
         options = options or IngestOptions()
@@ -164,36 +181,110 @@ class HRAG:
         for p in paths:
             if not Path(p).exists():
                 raise IngestError(f"{p}: no such file or directory")
-        files, skipped = iter_supported_files(paths)
+        user_metadata = check_metadata(metadata, "--metadata")
+        files, skipped = name_files(paths, source)
         report.skipped = [(str(p), reason) for p, reason in skipped]
         if bulk:
             _ = self.embedder  # load the model and check its dimension before touching the index
         with self.repository.vector_index_suspended() if bulk else contextlib.nullcontext():
             self._ingest_files(files, report, collection, options, progress, question_generator,
-                               stop_on_error, force, on_file)
+                               stop_on_error, force, user_metadata, on_file)
         report.seconds = time.perf_counter() - started
         return report
 
-    def _ingest_files(self, files: list[Path], report: IngestReport, collection: str, options: IngestOptions,
-                      progress: Progress | None, question_generator: QuestionGenerator | None,
-                      stop_on_error: bool, force: bool,
+    def _ingest_files(self, files: list[tuple[Path, str]], report: IngestReport, collection: str,
+                      options: IngestOptions, progress: Progress | None,
+                      question_generator: QuestionGenerator | None, stop_on_error: bool, force: bool,
+                      metadata: dict[str, Any],
                       on_file: Callable[[Path, int, int], None] | None = None) -> None:
-        embedder = self._ingest_embedder()
-        counter = embedder.token_counter
-        for index, path in enumerate(files, start=1):
+        self._ingest_embedder()  # a model that does not fit the database fails the call, not each file
+        for index, (path, name) in enumerate(files, start=1):
             if on_file:
                 on_file(path, index, len(files))
             try:
-                doc = prepare_file(path, options, collection=collection, model_name=_model_name(embedder),
-                                   counter=counter, question_generator=question_generator)
-                report.results.append(self.repository.write_document(doc, embedder, progress=progress,
-                                                                     force=force))
+                tree = load_document(path, strategy=options.strategy, source=name, errors=options.errors,
+                                     window_tokens=options.window_tokens)
+                report.results.append(self._write_tree(tree, collection, options, progress, question_generator,
+                                                       force, metadata))
             except HragError as exc:
                 if stop_on_error:
                     raise
                 report.failed.append((str(path), str(exc)))
             if progress:
                 progress("files", index, len(files))
+
+    def _write_tree(self, tree: DocumentTree, collection: str, options: IngestOptions, progress: Progress | None,
+                    question_generator: QuestionGenerator | None, force: bool,
+                    metadata: dict[str, Any]) -> IngestResult:
+        """Refine, flatten and write one parsed document (one transaction)."""
+        embedder = self._ingest_embedder()  # the model loads only once a text must be embedded
+        tree.metadata.update(metadata)  # the user's keys win over hrag's strategy/file_type
+        doc = prepare_tree(tree, options, collection=collection, model_name=_model_name(embedder),
+                           counter=embedder.token_counter, question_generator=question_generator)
+        return self.repository.write_document(doc, embedder, progress=progress, force=force)
+
+    def ingest_text(
+        self,
+        text: str,
+        *,
+        source: str,
+        collection: str = "default",
+        metadata: dict[str, Any] | None = None,
+        strategy: Strategy | None = None,
+        format: TextFormat = "markdown",
+        options: IngestOptions | None = None,
+        force: bool = False,
+    ) -> IngestResult:
+        """Ingest a string as the document ``source``: same parsers, ids, locks and re-embedding as a file.
+
+        ``format`` is "markdown", "text" (read as a ``.txt`` file is) or
+        "html"; ``strategy`` overrides the parent strategy as for files.
+        ``metadata`` (a JSON object) is stored on the document; ``filter``
+        matches it.  Bad input raises :class:`IngestError` before anything
+        is written, so what is stored stays as it was.
+        """
+        options = _with_strategy(options, strategy)
+        tree = load_text(text, source=source, format=format, strategy=options.strategy,
+                         window_tokens=options.window_tokens)
+        return self._write_tree(tree, collection, options, None, None, force, check_metadata(metadata, source))
+
+    def ingest_texts(
+        self,
+        items: Iterable[TextItem | tuple[str, str] | tuple[str, str, dict[str, Any] | None]],
+        *,
+        collection: str = "default",
+        strategy: Strategy | None = None,
+        format: TextFormat = "markdown",
+        options: IngestOptions | None = None,
+        force: bool = False,
+        progress: Progress | None = None,
+    ) -> IngestReport:
+        """Ingest many ``(text, source[, metadata])`` items, one transaction each.
+
+        Every item is parsed and checked first: one bad item (empty text, a
+        NUL, metadata that is not a JSON object, a source named twice) raises
+        :class:`IngestError` naming it before anything is written.
+        """
+        started = time.perf_counter()
+        options = _with_strategy(options, strategy)
+        parsed: list[tuple[DocumentTree, dict[str, Any]]] = []
+        seen: dict[str, int] = {}
+        for index, item in enumerate(items):
+            text, source, metadata = _text_item(item, index)
+            if source in seen:
+                raise IngestError(f"items {seen[source]} and {index} both have source {source!r}; "
+                                  "each document needs its own source")
+            seen[source] = index
+            tree = load_text(text, source=source, format=format, strategy=options.strategy,
+                             window_tokens=options.window_tokens)
+            parsed.append((tree, check_metadata(metadata, source)))
+        report = IngestReport()
+        for index, (tree, metadata) in enumerate(parsed, start=1):
+            report.results.append(self._write_tree(tree, collection, options, None, None, force, metadata))
+            if progress:
+                progress("files", index, len(parsed))
+        report.seconds = time.perf_counter() - started
+        return report
 
     def ingest_tree(
         self,
@@ -234,13 +325,214 @@ class HRAG:
         """Delete a source and its whole tree; False if it was not stored."""
         return self.repository.delete_source(source, collection)
 
+    def sources(self, collection: str | None = None) -> list[SourceInfo]:
+        """The stored documents (all collections, or one): source, collection, nodes, last update."""
+        return [SourceInfo(**row) for row in self.repository.sources(collection)]
+
+    def rename_from_paths(
+        self,
+        paths: Iterable[str | Path],
+        *,
+        collection: str = "default",
+        dry_run: bool = False,
+        options: IngestOptions | None = None,
+    ) -> list[Rename]:
+        """Move documents ingested under the old naming (the path as typed) to today's names.
+
+        For each file under ``paths``, named by today's rule, a stored
+        document whose source is that file's old-style name is rewritten
+        under the new name — in one transaction that reuses its embeddings
+        and deletes the old row, so nothing is re-embedded and nothing is
+        lost.  Ambiguous matches are reported and left alone; ``dry_run``
+        only reports.
+        """
+        options = options or IngestOptions()
+        files, _ = name_files(list(paths))
+        stored = [s.source for s in self.sources(collection)]
+        plans: list[Rename] = []
+        claimed: dict[str, int] = {}
+        for file, new_name in files:
+            found = old_names(file, new_name, stored)
+            if len(found) == 1:
+                claimed[found[0]] = claimed.get(found[0], 0) + 1
+            plans.append(Rename(path=str(file), new=new_name, old=found[0] if len(found) == 1 else None,
+                                status="planned" if len(found) == 1 else
+                                ("ambiguous: " + ", ".join(found) if found else "no old-named document")))
+        for plan in plans:
+            if plan.old is not None and claimed[plan.old] > 1:
+                plan.status, plan.old = f"ambiguous: {plan.old} matches several files", None
+            elif plan.old is not None and plan.new in stored:
+                plan.status = f"both {plan.old!r} and {plan.new!r} are stored; delete one first"
+                plan.old = None
+        if dry_run:
+            return plans
+        for plan in plans:
+            if plan.old is None:
+                continue
+            old_metadata = next(s.metadata for s in self.sources(collection) if s.source == plan.old)
+            tree = load_document(Path(plan.path), strategy=options.strategy, source=plan.new,
+                                 errors=options.errors, window_tokens=options.window_tokens)
+            tree.metadata = {**old_metadata, **tree.metadata}  # the user's keys travel; hrag's are fresh
+            embedder = self.embedder
+            doc = prepare_tree(tree, options, collection=collection, model_name=_model_name(embedder),
+                               counter=embedder.token_counter)
+            result = self.repository.write_document(doc, embedder, replaces=plan.old)
+            plan.status, plan.embedded = "renamed", result.embedded
+        return plans
+
     # ------------------------------------------------------------- retrieval
 
-    def parent_child(self, question: str, **settings: Any) -> list[RetrievalResult]:
-        return ParentChildRetriever(self, **settings).retrieve(question)
+    def parent_child(
+        self,
+        question: str,
+        *,
+        collection: str | None = None,
+        filter: dict[str, Any] | None = None,
+        top_k_children: int = defaults.TOP_K_CHILDREN,
+        max_parents: int = defaults.MAX_PARENTS,
+        min_score: float | None = None,
+        lexical_weight: float = defaults.LEXICAL_WEIGHT,
+        candidates: int | None = None,
+        min_relative_score: float | None = None,
+        reranker: Reranker | None = None,
+        rerank_candidates: int = defaults.RERANK_CANDIDATES,
+    ) -> list[RetrievalResult]:
+        """Small-to-big: the parents of the best-matching children (see :class:`ParentChildRetriever`)."""
+        return ParentChildRetriever(
+            self, collection=collection, filter=filter, top_k_children=top_k_children, max_parents=max_parents,
+            min_score=min_score, lexical_weight=lexical_weight, candidates=candidates,
+            min_relative_score=min_relative_score, reranker=reranker, rerank_candidates=rerank_candidates,
+        ).retrieve(question)
 
-    def auto_merge(self, question: str, **settings: Any) -> list[RetrievalResult]:
-        return AutoMergingRetriever(self, **settings).retrieve(question)
+    def auto_merge(
+        self,
+        question: str,
+        *,
+        collection: str | None = None,
+        filter: dict[str, Any] | None = None,
+        top_k: int = defaults.TOP_K,
+        merge_threshold: float = defaults.MERGE_THRESHOLD,
+        lexical_weight: float = defaults.LEXICAL_WEIGHT,
+        candidates: int | None = None,
+        min_relative_score: float | None = None,
+        reranker: Reranker | None = None,
+        rerank_candidates: int = defaults.RERANK_CANDIDATES,
+    ) -> list[RetrievalResult]:
+        """Hit leaves, merged upward into parents enough of whose children were hit."""
+        return AutoMergingRetriever(
+            self, collection=collection, filter=filter, top_k=top_k, merge_threshold=merge_threshold,
+            lexical_weight=lexical_weight, candidates=candidates, min_relative_score=min_relative_score,
+            reranker=reranker, rerank_candidates=rerank_candidates,
+        ).retrieve(question)
+
+    def retrieve(
+        self,
+        question: str,
+        *,
+        max_tokens: int = defaults.MAX_TOKENS,
+        collection: str | None = None,
+        filter: dict[str, Any] | None = None,
+        top_k: int = defaults.AUTO_TOP_K,
+        lexical_weight: float = defaults.LEXICAL_WEIGHT,
+        reranker: Reranker | None = None,
+        rerank_candidates: int = defaults.RERANK_CANDIDATES,
+    ) -> list[RetrievalResult]:
+        """Auto mode: the best non-overlapping context within ``max_tokens`` (see :class:`AutoRetriever`)."""
+        return AutoRetriever(
+            self, max_tokens=max_tokens, collection=collection, filter=filter, top_k=top_k,
+            lexical_weight=lexical_weight, reranker=reranker, rerank_candidates=rerank_candidates,
+        ).retrieve(question)
+
+    def context(
+        self,
+        question: str,
+        *,
+        mode: str = "parent-child",
+        max_tokens: int | None = None,
+        collection: str | None = None,
+        filter: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        max_parents: int = defaults.MAX_PARENTS,
+        min_score: float | None = None,
+        merge_threshold: float = defaults.MERGE_THRESHOLD,
+        lexical_weight: float = defaults.LEXICAL_WEIGHT,
+        candidates: int | None = None,
+        min_relative_score: float | None = None,
+        reranker: Reranker | None = None,
+        rerank_candidates: int = defaults.RERANK_CANDIDATES,
+    ) -> Context:
+        """The results of ``mode`` assembled within ``max_tokens`` (see :func:`retriever_for`)."""
+        return retriever_for(
+            self, mode, max_tokens=max_tokens, collection=collection, filter=filter, top_k=top_k,
+            max_parents=max_parents, min_score=min_score, merge_threshold=merge_threshold,
+            lexical_weight=lexical_weight, candidates=candidates, min_relative_score=min_relative_score,
+            reranker=reranker, rerank_candidates=rerank_candidates,
+        ).context(question)
+
+    # ------------------------------------------------------------- lifetime
+
+    @property
+    def async_repository(self) -> AsyncRepository:
+        """The async reads of this installation, on their own connection pool (opened on first use)."""
+        if self._async_repository is None:
+            self._async_repository = AsyncRepository(self.url)
+        return self._async_repository
+
+    def close(self) -> None:
+        """Close the idle pooled connections (the engine is shared per URL and reconnects on use)."""
+        self.repository.engine.dispose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SourceInfo(BaseModel):
+    """One stored document, as ``hrag sources`` lists it."""
+
+    source: str
+    collection: str
+    document_id: uuid.UUID
+    nodes: int
+    updated_at: datetime.datetime
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass
+class Rename:
+    """One file of :meth:`HRAG.rename_from_paths`: its new name, the old one found, what happened."""
+
+    path: str
+    new: str
+    old: str | None
+    status: str
+    embedded: int = 0
+
+
+@dataclass(frozen=True)
+class TextItem:
+    """One document for :meth:`HRAG.ingest_texts`: its text, source name and metadata."""
+
+    text: str
+    source: str
+    metadata: dict[str, Any] | None = None
+
+
+def _text_item(item: Any, index: int) -> tuple[str, str, dict[str, Any] | None]:
+    if isinstance(item, TextItem):
+        return item.text, item.source, item.metadata
+    if isinstance(item, tuple) and len(item) in (2, 3):
+        text, source = item[0], item[1]
+        return text, check_source(source), item[2] if len(item) == 3 else None
+    raise IngestError(f"item {index} must be a TextItem or a (text, source[, metadata]) tuple, "
+                      f"got {type(item).__name__}")
+
+
+def _with_strategy(options: IngestOptions | None, strategy: Strategy | None) -> IngestOptions:
+    options = options or IngestOptions()
+    return dataclasses.replace(options, strategy=strategy) if strategy is not None else options
 
 
 class _DeferredEmbedder:
@@ -271,128 +563,135 @@ def _model_name(embedder: Embedder) -> str:
     return str(getattr(embedder, "model_name", type(embedder).__name__))
 
 
-def _reranked(question: str, hits: list[SearchHit], reranker: Reranker, keep: int) -> list[SearchHit]:
-    """Rescore candidate children with the reranker; best ``keep`` first."""
-    scores = reranker.score(question, [h.rerank_text for h in hits])
-    if len(scores) != len(hits):
-        raise HragError(f"the reranker returned {len(scores)} scores for {len(hits)} texts")
-    rescored = [h.model_copy(update={"score": float(s)}) for h, s in zip(hits, scores, strict=True)]
-    rescored.sort(key=lambda h: -h.score)
-    return rescored[:keep]
-
-
-@dataclass
-class _Retriever:
-    """Settings shared by both modes.
-
-    ``lexical_weight`` blends lexical term overlap into the vector score
-    (``hrag.search_hybrid``; 0 uses the plain functions), ``min_relative_score``
-    drops hits scoring below that share of the best hit, and a ``reranker``
-    rescores the ``rerank_candidates`` best children before expansion or
-    merging.  ``max_context_tokens`` bounds :meth:`context`.
-    """
-
-    hrag: HRAG
-    collection: str | None = None
-    filter: dict[str, Any] | None = None
-    lexical_weight: float = DEFAULT_LEXICAL_WEIGHT
-    candidates: int | None = None
-    min_relative_score: float | None = None
-    reranker: Reranker | None = None
-    rerank_candidates: int = 50
-    max_context_tokens: int | None = None
-
-    def _search(self, question: str, query: np.ndarray) -> Search:
-        return Search(query=query, text=question, collection=self.collection, filter=self.filter,
-                      lexical_weight=self.lexical_weight, candidates=self.candidates,
-                      min_relative_score=self.min_relative_score)
-
-    def retrieve(self, question: str) -> list[RetrievalResult]:
-        raise NotImplementedError
-
-    def context(self, question: str) -> Context:
-        """The results assembled greedily by score within ``max_context_tokens``."""
-        return context_module.assemble(self.retrieve(question), self.max_context_tokens,
-                                       self.hrag.embedder.token_counter)
-
-
-@dataclass
-class ParentChildRetriever(_Retriever):
-    """Small-to-big: match children, return their whole parents (``hrag.parent_child``)."""
-
-    top_k_children: int = 20
-    max_parents: int = 4
-    min_score: float | None = None
-
-    def retrieve(self, question: str) -> list[RetrievalResult]:
-        search = self._search(question, self.hrag.embed_query(question))
-        repo = self.hrag.repository
-        if self.reranker is None:
-            return repo.parent_child(search, top_k_children=self.top_k_children, max_parents=self.max_parents,
-                                     min_score=self.min_score)
-        hits = repo.search(search, max(self.rerank_candidates, self.top_k_children))
-        if self.min_score is not None:
-            hits = [h for h in hits if h.score >= self.min_score]
-        best = _reranked(question, hits, self.reranker, len(hits))
-        return repo.parent_child_hits(best, self.max_parents, self.top_k_children)
-
-
-@dataclass
-class AutoMergingRetriever(_Retriever):
-    """Auto-merging: hit leaves, merge siblings into parents upward (``hrag.auto_merge``)."""
-
-    top_k: int = 12
-    merge_threshold: float = 0.5
-
-    def retrieve(self, question: str) -> list[RetrievalResult]:
-        search = self._search(question, self.hrag.embed_query(question))
-        repo = self.hrag.repository
-        if self.reranker is None:
-            return repo.auto_merge(search, top_k=self.top_k, merge_threshold=self.merge_threshold)
-        hits = repo.search(search, max(self.rerank_candidates, self.top_k))
-        best = _reranked(question, hits, self.reranker, self.top_k)
-        return repo.auto_merge_hits(best, self.merge_threshold)
-
-
 class AsyncHRAG:
-    """Async retrieval on psycopg's AsyncConnection, sharing the sync facade's model.
+    """The facade for asyncio applications: the same retrievals, budget and ingestion.
 
-    The methods take the same settings as the retrievers' constructors.
+    Retrievals run on a ``psycopg_pool.AsyncConnectionPool`` (one connection
+    per concurrent call); the query embedding, the reranker and ingestion
+    (CPU-bound) run in worker threads so the event loop stays free.  The
+    settings are the same keywords as :class:`HRAG`'s, with the same defaults
+    (:mod:`hrag_pg.defaults`).
+
+        async with await AsyncHRAG.open() as hrag:
+            results = await hrag.auto_merge("...", collection="manuals")
     """
 
     def __init__(self, hrag: HRAG) -> None:
         self.hrag = hrag
-        self.repository = AsyncRepository(hrag.url)
+        self.repository = hrag.async_repository
 
     @classmethod
     async def open(cls, url: str | None = None, **kwargs: Any) -> AsyncHRAG:
         return cls(await asyncio.to_thread(HRAG.open, url, **kwargs))
 
+    async def __aenter__(self) -> Self:
+        await self.repository.pool()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
     async def embed_query(self, question: str) -> np.ndarray:
         return await asyncio.to_thread(self.hrag.embed_query, question)
 
-    async def parent_child(self, question: str, **settings: Any) -> list[RetrievalResult]:
-        retriever = ParentChildRetriever(self.hrag, **settings)
-        search = retriever._search(question, await self.embed_query(question))
-        if retriever.reranker is None:
-            return await self.repository.parent_child(
-                search, top_k_children=retriever.top_k_children, max_parents=retriever.max_parents,
-                min_score=retriever.min_score)
-        hits = await self.repository.search(search, max(retriever.rerank_candidates, retriever.top_k_children))
-        if retriever.min_score is not None:
-            hits = [h for h in hits if h.score >= retriever.min_score]
-        best = await asyncio.to_thread(_reranked, question, hits, retriever.reranker, len(hits))
-        return await self.repository.parent_child_hits(best, retriever.max_parents, retriever.top_k_children)
+    async def parent_child(
+        self,
+        question: str,
+        *,
+        collection: str | None = None,
+        filter: dict[str, Any] | None = None,
+        top_k_children: int = defaults.TOP_K_CHILDREN,
+        max_parents: int = defaults.MAX_PARENTS,
+        min_score: float | None = None,
+        lexical_weight: float = defaults.LEXICAL_WEIGHT,
+        candidates: int | None = None,
+        min_relative_score: float | None = None,
+        reranker: Reranker | None = None,
+        rerank_candidates: int = defaults.RERANK_CANDIDATES,
+    ) -> list[RetrievalResult]:
+        return await ParentChildRetriever(
+            self.hrag, collection=collection, filter=filter, top_k_children=top_k_children,
+            max_parents=max_parents, min_score=min_score, lexical_weight=lexical_weight, candidates=candidates,
+            min_relative_score=min_relative_score, reranker=reranker, rerank_candidates=rerank_candidates,
+        ).aretrieve(question)
 
-    async def auto_merge(self, question: str, **settings: Any) -> list[RetrievalResult]:
-        retriever = AutoMergingRetriever(self.hrag, **settings)
-        search = retriever._search(question, await self.embed_query(question))
-        if retriever.reranker is None:
-            return await self.repository.auto_merge(search, top_k=retriever.top_k,
-                                                    merge_threshold=retriever.merge_threshold)
-        hits = await self.repository.search(search, max(retriever.rerank_candidates, retriever.top_k))
-        best = await asyncio.to_thread(_reranked, question, hits, retriever.reranker, retriever.top_k)
-        return await self.repository.auto_merge_hits(best, retriever.merge_threshold)
+    async def auto_merge(
+        self,
+        question: str,
+        *,
+        collection: str | None = None,
+        filter: dict[str, Any] | None = None,
+        top_k: int = defaults.TOP_K,
+        merge_threshold: float = defaults.MERGE_THRESHOLD,
+        lexical_weight: float = defaults.LEXICAL_WEIGHT,
+        candidates: int | None = None,
+        min_relative_score: float | None = None,
+        reranker: Reranker | None = None,
+        rerank_candidates: int = defaults.RERANK_CANDIDATES,
+    ) -> list[RetrievalResult]:
+        return await AutoMergingRetriever(
+            self.hrag, collection=collection, filter=filter, top_k=top_k, merge_threshold=merge_threshold,
+            lexical_weight=lexical_weight, candidates=candidates, min_relative_score=min_relative_score,
+            reranker=reranker, rerank_candidates=rerank_candidates,
+        ).aretrieve(question)
+
+    async def retrieve(
+        self,
+        question: str,
+        *,
+        max_tokens: int = defaults.MAX_TOKENS,
+        collection: str | None = None,
+        filter: dict[str, Any] | None = None,
+        top_k: int = defaults.AUTO_TOP_K,
+        lexical_weight: float = defaults.LEXICAL_WEIGHT,
+        reranker: Reranker | None = None,
+        rerank_candidates: int = defaults.RERANK_CANDIDATES,
+    ) -> list[RetrievalResult]:
+        """Auto mode (as :meth:`HRAG.retrieve`), on the connection pool."""
+        return await AutoRetriever(
+            self.hrag, max_tokens=max_tokens, collection=collection, filter=filter, top_k=top_k,
+            lexical_weight=lexical_weight, reranker=reranker, rerank_candidates=rerank_candidates,
+        ).aretrieve(question)
+
+    async def context(
+        self,
+        question: str,
+        *,
+        mode: str = "parent-child",
+        max_tokens: int | None = None,
+        collection: str | None = None,
+        filter: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        max_parents: int = defaults.MAX_PARENTS,
+        min_score: float | None = None,
+        merge_threshold: float = defaults.MERGE_THRESHOLD,
+        lexical_weight: float = defaults.LEXICAL_WEIGHT,
+        candidates: int | None = None,
+        min_relative_score: float | None = None,
+        reranker: Reranker | None = None,
+        rerank_candidates: int = defaults.RERANK_CANDIDATES,
+    ) -> Context:
+        """The results of ``mode`` assembled within ``max_tokens`` (as :meth:`HRAG.context`)."""
+        return await retriever_for(
+            self.hrag, mode, max_tokens=max_tokens, collection=collection, filter=filter, top_k=top_k,
+            max_parents=max_parents, min_score=min_score, merge_threshold=merge_threshold,
+            lexical_weight=lexical_weight, candidates=candidates, min_relative_score=min_relative_score,
+            reranker=reranker, rerank_candidates=rerank_candidates,
+        ).acontext(question)
+
+    async def ingest(self, paths: Iterable[str | Path], **kwargs: Any) -> IngestReport:
+        """:meth:`HRAG.ingest` in a worker thread (embedding is CPU-bound; the loop stays responsive)."""
+        return await asyncio.to_thread(functools.partial(self.hrag.ingest, list(paths), **kwargs))
 
     async def close(self) -> None:
         await self.repository.close()
+__all__ = [
+    "HRAG",
+    "AsyncHRAG",
+    "AutoMergingRetriever",
+    "BaseRetriever",
+    "IngestReport",
+    "ParentChildRetriever",
+    "TextItem",
+    "check_question",
+]

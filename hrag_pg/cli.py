@@ -23,7 +23,7 @@ from typer import _click as click  # typer vendors click: its exceptions and cla
 from typer._click import exceptions as click_exceptions
 from typer.core import TyperArgument, TyperGroup
 
-from . import __version__, limits
+from . import __version__, defaults, limits
 from .errors import HragError
 
 #: Exit statuses, the same for every command (README "Exit status").
@@ -393,7 +393,13 @@ def _result_json(result: Any) -> dict[str, Any]:
         "kind": result.kind,
         "hit_ratio": result.hit_ratio,
         "token_count": result.token_count,
+        "source": result.source,
+        "document_id": str(result.document_id),
+        "document_metadata": result.document_metadata,
+        "mode": result.mode,
     }
+    if result.reason is not None:
+        payload["reason"] = result.reason
     if result.mode == "parent-child":
         payload["matched_children"] = [str(i) for i in result.matched_children or []]
     else:
@@ -402,7 +408,7 @@ def _result_json(result: Any) -> dict[str, Any]:
 
 
 def print_results(results: list[Any], *, max_lines: int | None = None) -> None:
-    """Each result: a rule with rank, heading path and score; why it is here; then its text (all literal)."""
+    """Each result: a rule with rank and score; source and whole heading path; why; its text (all literal)."""
     from rich.rule import Rule
 
     if not results:
@@ -410,8 +416,10 @@ def print_results(results: list[Any], *, max_lines: int | None = None) -> None:
         return
     for r in results:
         path = " › ".join(p for p in r.heading_path if p) or (r.title or str(r.node_id))
-        console.print(Rule(styled((f"#{r.rank} ", "bold"), (f"{r.score:.3f} ", "green"), (path, "bold cyan")),
-                           align="left"))
+        # The rule carries what fits on any width; the source and the whole heading path get
+        # their own wrapped line, so the part that says where the passage is is never cut.
+        console.print(Rule(styled((f"#{r.rank} ", "bold"), (f"{r.score:.3f}", "green")), align="left"))
+        console.print(styled((r.source or "?", "bold magenta"), (" › ", "dim"), (path, "bold cyan")), soft_wrap=True)
         console.print(styled((f"{r.explanation()} · {r.kind or 'node'} · {r.token_count} tokens · {r.node_id}",
                               "dim")), soft_wrap=True)
         body = r.content
@@ -421,6 +429,19 @@ def print_results(results: list[Any], *, max_lines: int | None = None) -> None:
                 body = "\n".join(lines[:max_lines]) + f"\n… ({len(lines) - max_lines} more lines)"
         console.print(body, soft_wrap=True)
         console.print()
+
+
+def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
+    """An option's JSON object, or ValueError naming the option and what is wrong."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{option} is not valid JSON ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{option} must be a JSON object, got a JSON {type(value).__name__}")
+    return value
 
 
 def _progress_bar() -> Any:
@@ -461,6 +482,12 @@ def ingest_cmd(
     errors: str = typer.Option("strict", help="Invalid UTF-8: strict (refuse the file) or replace."),
     force: bool = typer.Option(False, "--force", help="Rewrite unchanged documents too (repairs missing embeddings)."),
     bulk: bool = typer.Option(False, "--bulk", help="Initial loads: drop the vector index, load, rebuild it once."),
+    metadata_json: str = typer.Option(None, "--metadata",
+                                      help='JSON object stored on every document written, e.g. \'{"lang": "ja"}\' '
+                                           "(query --filter matches it)."),
+    source: str = typer.Option(None, "--source",
+                               help="Source name of the one file given, or prefix of a directory's names "
+                                    "(default: the file name; a directory's files: their path relative to it)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON report."),
 ) -> None:
     """Ingest documents: build their trees, embed the children, write each document in one transaction.
@@ -500,6 +527,7 @@ def ingest_cmd(
     options = IngestOptions(strategy=strategy, child=child, max_child_tokens=max_child_tokens,  # type: ignore[arg-type]
                             overlap_tokens=overlap_tokens, max_parent_tokens=max_parent_tokens,
                             window_tokens=window_tokens, errors=errors)  # type: ignore[arg-type]
+    metadata = _json_object(metadata_json, "--metadata")
     with _progress_bar() as bar:
         opening = bar.add_task("opening the database", total=None)  # visible from the first second
         hrag = _open()
@@ -521,7 +549,7 @@ def ingest_cmd(
                 bar.remove_task(tasks.pop(stage))
 
         report = hrag.ingest(paths, collection=collection, options=options, progress=progress, force=force,
-                             bulk=bulk, on_file=on_file)
+                             bulk=bulk, metadata=metadata, source=source, on_file=on_file)
     if as_json:
         print_json({
             "collection": collection,
@@ -546,7 +574,7 @@ def ingest_cmd(
 
 # ------------------------------------------------------------------------ query
 
-MODES = ("parent-child", "auto-merge")
+MODES = defaults.MODES
 
 
 def _check_collection(hrag: Any, collection: str | None) -> None:
@@ -563,17 +591,21 @@ def _check_collection(hrag: Any, collection: str | None) -> None:
 @clear_errors
 def query_cmd(
     text: str = typer.Argument(..., help="The question."),
-    mode: str = typer.Option("parent-child", "--mode", "-m", help="parent-child (small-to-big) or auto-merge."),
+    mode: str | None = typer.Option(None, "--mode", "-m",
+                             help="parent-child (small-to-big), auto-merge, or auto (the best context within "
+                                  "--max-tokens). Default: auto with --max-tokens, else parent-child."),
     collection: str = typer.Option(None, "--collection", "-c", help="Search only this collection."),
     top_k: int = typer.Option(None, "--top-k", "-k",
-                              help="Children to match (parent-child, default 20) or leaves to hit (auto-merge, 12); "
-                                   "1 to 1000."),
-    max_parents: int = typer.Option(4, "--max-parents", help="parent-child: parents to return (1 to 1000)."),
-    merge_threshold: float = typer.Option(0.5, "--merge-threshold",
+                              help=f"Children to match (parent-child, default {defaults.TOP_K_CHILDREN}), "
+                                   f"leaves to hit (auto-merge, {defaults.TOP_K}) or hits to select from "
+                                   f"(auto, {defaults.AUTO_TOP_K}); 1 to 1000."),
+    max_parents: int = typer.Option(defaults.MAX_PARENTS, "--max-parents",
+                                    help="parent-child: parents to return (1 to 1000)."),
+    merge_threshold: float = typer.Option(defaults.MERGE_THRESHOLD, "--merge-threshold",
                                           help="auto-merge: merge when hit children / children >= this, in (0, 1]."),
     max_tokens: int = typer.Option(None, "--max-tokens", help="Assemble at most this many tokens of context."),
     filter_json: str = typer.Option(None, "--filter", help='Metadata containment filter, e.g. \'{"lang": "ja"}\'.'),
-    lexical_weight: float = typer.Option(None, "--lexical-weight",
+    lexical_weight: float = typer.Option(defaults.LEXICAL_WEIGHT, "--lexical-weight",
                                          help="Weight of lexical overlap in the score, in [0, 1] (0 = vector only)."),
     min_relative_score: float = typer.Option(None, "--min-relative-score",
                                              help="Drop hits below this share of the best hit's score, in (0, 1]."),
@@ -586,11 +618,15 @@ def query_cmd(
     \b
     Examples:
         hrag query "How do I rotate the keys?" -c manuals
-        hrag query "BYOD obligations" --mode auto-merge -c security --max-tokens 2000
+        hrag query "BYOD obligations" --mode auto-merge -c security
+        hrag query "BYOD obligations" -c security --max-tokens 2000     (auto mode)
         hrag query "leave rules" --filter '{"lang": "en"}' --json
     """
-    from .api import AutoMergingRetriever, ParentChildRetriever, check_question
+    from .api import check_question
+    from .retrievers import retriever_for
 
+    if mode is None:
+        mode = "auto" if max_tokens is not None else "parent-child"
     if mode not in MODES:
         raise ValueError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
     check_question(text)
@@ -603,19 +639,11 @@ def query_cmd(
     if max_tokens is not None:
         limits.check_count(max_tokens, "--max-tokens", maximum=limits.MAX_CONTEXT_TOKENS)
     filter_value = _parse_filter(filter_json)
-    settings: dict[str, Any] = {"collection": collection, "filter": filter_value, "max_context_tokens": max_tokens}
-    if lexical_weight is not None:
-        settings["lexical_weight"] = lexical_weight
-    if min_relative_score is not None:
-        settings["min_relative_score"] = min_relative_score
     hrag = _open()
     _check_collection(hrag, collection)
-    if mode == "parent-child":
-        retriever: Any = ParentChildRetriever(hrag, top_k_children=20 if top_k is None else top_k,
-                                              max_parents=max_parents, **settings)
-    else:
-        retriever = AutoMergingRetriever(hrag, top_k=12 if top_k is None else top_k, merge_threshold=merge_threshold,
-                                         **settings)
+    retriever = retriever_for(hrag, mode, collection=collection, filter=filter_value, top_k=top_k,
+                              max_parents=max_parents, merge_threshold=merge_threshold, max_tokens=max_tokens,
+                              lexical_weight=lexical_weight, min_relative_score=min_relative_score)
     context = retriever.context(text)
     if as_json:
         payload: dict[str, Any] = {"mode": mode, "results": [_result_json(r) for r in context.results]}
@@ -697,8 +725,50 @@ def delete_cmd(
     """
     hrag = _open()
     if not hrag.delete(source, collection):
-        raise HragError(f"no source {source!r} in collection {collection!r}")
+        elsewhere = hrag.repository.collections_of(source)
+        where = (f"; it is stored in collection{'s' if len(elsewhere) > 1 else ''} "
+                 + ", ".join(repr(c) for c in elsewhere) + " (pass --collection)") if elsewhere else \
+            "; `hrag sources` lists what is stored"
+        raise HragError(f"no source {source!r} in collection {collection!r}{where}")
     console.print(f"deleted {source}")
+
+
+@app.command("sources")
+@clear_errors
+def sources_cmd(
+    collection: str = typer.Option(None, "--collection", "-c", help="Only this collection."),
+    rename_from_paths: list[Path] = typer.Option(
+        None, "--rename-from-paths",
+        help="Migrate documents ingested under the old naming (the path as typed) to today's names for the "
+             "files under this path (repeatable); reuses their embeddings, one transaction each."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="With --rename-from-paths: only show the plan."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """List the stored documents: source, collection, nodes, last update."""
+    hrag = _open()
+    if rename_from_paths:
+        plans = hrag.rename_from_paths(rename_from_paths, collection=collection or "default", dry_run=dry_run)
+        if as_json:
+            print_json([{"path": p.path, "old": p.old, "new": p.new, "status": p.status,
+                         "embedded": p.embedded} for p in plans])
+            return
+        for p in plans:
+            arrow = f"{p.old} → {p.new}" if p.old else p.new
+            console.print(f"{p.status:9} {arrow}" + ("" if p.old else f"  ({p.path})"), highlight=False)
+        return
+    rows = hrag.sources(collection)
+    if as_json:
+        print_json([{**r.model_dump(mode="json", exclude={"metadata"}), "metadata": r.metadata} for r in rows])
+        return
+    if not rows:
+        console.print("[yellow]no documents stored[/]" + (f" in collection {collection!r}" if collection else ""))
+        return
+    from rich.table import Table
+
+    table = Table("source", "collection", "nodes", "updated")
+    for r in rows:
+        table.add_row(r.source, r.collection, str(r.nodes), r.updated_at.strftime("%Y-%m-%d %H:%M:%S %Z"))
+    console.print(table)
 
 
 @app.command("stats")
@@ -795,10 +865,11 @@ def eval_cmd(
         hrag eval questions.jsonl -c manuals
         hrag eval questions.jsonl --mode auto-merge --max-tokens 2000 --json
     """
+    from .evaluation import MODES as EVAL_MODES
     from .evaluation import evaluate, load_questions
 
-    if mode not in MODES:
-        raise ValueError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if mode not in EVAL_MODES:
+        raise ValueError(f"--mode must be one of {', '.join(EVAL_MODES)}, got {mode!r}")
     if max_tokens is not None:
         limits.check_count(max_tokens, "--max-tokens", maximum=limits.MAX_CONTEXT_TOKENS)
     _check_fraction(lexical_weight, "--lexical-weight", zero_allowed=True)

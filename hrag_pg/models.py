@@ -72,7 +72,7 @@ class RetrievalResult(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    mode: Literal["parent-child", "auto-merge"]
+    mode: Literal["parent-child", "auto-merge", "auto"]
     node_id: uuid.UUID
     document_id: uuid.UUID
     title: str | None
@@ -89,9 +89,16 @@ class RetrievalResult(BaseModel):
     #: auto-merge: covered children / child_count when the node was merged.
     hit_ratio: float | None = None
     token_count: int = 0
+    #: The document's source name (what to cite) and its metadata (the user's keys and hrag's).
+    source: str | None = None
+    document_metadata: dict[str, Any] = Field(default_factory=dict)
+    #: auto mode (and budget replacements): why the selection chose this node.
+    reason: str | None = None
 
     def explanation(self) -> str:
         """One line saying why this passage is in the context."""
+        if self.reason:
+            return self.reason
         if self.mode == "parent-child":
             n = len(self.matched_children or [])
             return f"parent of {n} matching child{'ren' if n != 1 else ''}"

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as _np
 
+from . import defaults
 from . import limits as _limits
 from .errors import InvalidArgument
 
@@ -29,31 +30,35 @@ SELECT s.node_id, s.parent_id, s.document_id, s.score, n.heading_path,
 
 PARENT_CHILD = """
 SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
-       r.matched_children, r.rank, n.depth, n.kind
+       r.matched_children, r.rank, n.depth, n.kind, d.source, d.metadata AS document_metadata
   FROM hrag.parent_child(%(q)s, %(k)s::int, %(p)s::int, %(c)s::text, %(f)s::jsonb, %(m)s::real) AS r
   JOIN hrag.nodes n ON n.id = r.node_id
+  JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
 """
 
 AUTO_MERGE = """
-SELECT r.*, n.kind
+SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
   FROM hrag.auto_merge(%(q)s, %(k)s::int, %(t)s::real, %(c)s::text, %(f)s::jsonb) AS r
   JOIN hrag.nodes n ON n.id = r.node_id
+  JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
 """
 
 AUTO_MERGE_HITS = """
-SELECT r.*, n.kind
+SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
   FROM hrag.auto_merge_hits(%(ids)s::uuid[], %(scores)s::real[], %(t)s::real) AS r
   JOIN hrag.nodes n ON n.id = r.node_id
+  JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
 """
 
 PARENT_CHILD_HITS = """
 SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
-       r.matched_children, r.rank, n.depth, n.kind
+       r.matched_children, r.rank, n.depth, n.kind, d.source, d.metadata AS document_metadata
   FROM hrag.parent_child_hits(%(ids)s::uuid[], %(scores)s::real[], %(p)s::int, %(k)s::int) AS r
   JOIN hrag.nodes n ON n.id = r.node_id
+  JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
 """
 
@@ -73,11 +78,12 @@ WITH hit AS (
       FROM hrag.search_hybrid(%(q)s, %(qt)s::text, %(k)s::int, %(c)s::text, %(f)s::jsonb,
                               %(w)s::real, %(n)s::int, %(r)s::real)
 )
-SELECT r.*, n.kind
+SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
   FROM hrag.auto_merge_hits(ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id),
                             ARRAY(SELECT score FROM hit ORDER BY score DESC, node_id),
                             %(t)s::real) AS r
   JOIN hrag.nodes n ON n.id = r.node_id
+  JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
 """
 
@@ -91,11 +97,30 @@ WITH hit AS (
      WHERE %(m)s::real IS NULL OR score >= %(m)s::real
 )
 SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
-       r.matched_children, r.rank, n.depth, n.kind
+       r.matched_children, r.rank, n.depth, n.kind, d.source, d.metadata AS document_metadata
   FROM hrag.parent_child_hits(ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id),
                               ARRAY(SELECT score FROM hit ORDER BY score DESC, node_id),
                               %(p)s::int, %(k)s::int) AS r
   JOIN hrag.nodes n ON n.id = r.node_id
+  JOIN hrag.documents d ON d.id = r.document_id
+ ORDER BY r.rank
+"""
+
+
+# Budget-aware selection (auto mode): the best non-overlapping context within max_tokens.
+RETRIEVE = """
+SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
+  FROM hrag.retrieve(%(q)s, %(qt)s::text, %(b)s::int, %(c)s::text, %(f)s::jsonb, %(k)s::int, %(w)s::real) AS r
+  JOIN hrag.nodes n ON n.id = r.node_id
+  JOIN hrag.documents d ON d.id = r.document_id
+ ORDER BY r.rank
+"""
+
+RETRIEVE_HITS = """
+SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
+  FROM hrag.retrieve_hits(%(ids)s::uuid[], %(scores)s::real[], %(b)s::int) AS r
+  JOIN hrag.nodes n ON n.id = r.node_id
+  JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
 """
 
@@ -145,7 +170,7 @@ class Search:
     text: str | None = None
     collection: str | None = None
     filter: dict[str, Any] | None = None
-    lexical_weight: float = 0.0
+    lexical_weight: float = defaults.LEXICAL_WEIGHT
     #: Vector candidates rescored by the hybrid score (None: 3 × k, at least 30, at most MAX_COUNT).
     candidates: int | None = None
     min_relative_score: float | None = None
@@ -158,7 +183,8 @@ class Search:
 
     @property
     def hybrid(self) -> bool:
-        return self.lexical_weight > 0 or self.min_relative_score is not None
+        """Whether the hybrid statements are needed (no question text: nothing lexical to weigh)."""
+        return (self.lexical_weight > 0 and bool(self.text)) or self.min_relative_score is not None
 
     def params(self, k: int) -> dict[str, Any]:
         if self.filter is not None and not isinstance(self.filter, dict):
@@ -206,3 +232,17 @@ def plan_parent_child_hits(ids: list[Any], scores: list[float], max_parents: int
     _count(max_parents, "max_parents")
     _count(top_k_children, "top_k_children")
     return PARENT_CHILD_HITS, {"ids": ids, "scores": scores, "p": max_parents, "k": top_k_children}
+
+
+def plan_retrieve(search: Search, top_k: int, max_tokens: int) -> tuple[str, dict[str, Any]]:
+    """``hrag.retrieve``: candidates (vector + lexical) → the best context within ``max_tokens``."""
+    _count(top_k, "top_k")
+    _count(max_tokens, "max_tokens")
+    params = search.params(top_k)
+    params.update(b=max_tokens)
+    return RETRIEVE, params
+
+
+def plan_retrieve_hits(ids: list[Any], scores: list[float], max_tokens: int) -> tuple[str, dict[str, Any]]:
+    _count(max_tokens, "max_tokens")
+    return RETRIEVE_HITS, {"ids": ids, "scores": scores, "b": max_tokens}

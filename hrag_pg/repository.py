@@ -181,6 +181,7 @@ class Repository:
         progress: Progress | None = None,
         after_chunk: Callable[[int], None] | None = None,
         force: bool = False,
+        replaces: str | None = None,
     ) -> IngestResult:
         """Replace the stored tree of ``doc.source`` by ``doc``, atomically.
 
@@ -188,69 +189,95 @@ class Repository:
         each COPY chunk (tests use it to inject a failure half-way).  With
         ``force`` an unchanged document is rewritten anyway (repairing, say,
         a missing embedding), still reusing every stored embedding it can.
+        ``replaces`` renames: the document stored under that source (same
+        collection) lends its embeddings and is deleted in the same
+        transaction, so the rename is all or nothing and re-embeds nothing
+        whose text is unchanged.
         """
         started = time.perf_counter()
         with self._writing() as conn:
-            self._lock_source(conn, doc.collection, doc.source)
+            for source in sorted({doc.source} | ({replaces} if replaces else set())):  # fixed order: no deadlock
+                self._lock_source(conn, doc.collection, source)
             dim = self.embedding_dim()
-            existing = conn.execute(
-                sa.text("SELECT content_hash FROM hrag.documents WHERE id = :id"), {"id": doc.id}
-            ).scalar()
-            if existing == doc.content_hash and not force:
-                return IngestResult(
-                    source=doc.source, collection=doc.collection, document_id=doc.id, status="unchanged",
-                    nodes=len(doc.nodes), embedded=0, reused=len(doc.search_targets),
-                    seconds=time.perf_counter() - started,
-                )
+            if replaces is not None and replaces != doc.source:
+                result = self._write_locked(conn, doc, embedder, dim, progress, after_chunk, True, started,
+                                            lend_from=replaces)
+                conn.execute(sa.text("DELETE FROM hrag.documents WHERE collection = :c AND source = :s"),
+                             {"c": doc.collection, "s": replaces})
+                return result
+            return self._write_locked(conn, doc, embedder, dim, progress, after_chunk, force, started)
 
-            stored: dict[str, np.ndarray] = {}
-            old_rows: dict[uuid.UUID, tuple[Any, ...]] = {}
-            unembedded: set[uuid.UUID] = set()  # stored rows without an embedding (a repair for --force)
-            if existing is not None:
-                for row in _driver(conn).execute(
-                    f"SELECT id, {', '.join(_SHAPE_COLUMNS + _TEXT_COLUMNS)}, embedding "
-                    "FROM hrag.nodes WHERE document_id = %s",
-                    (doc.id,),
-                ):
-                    old_rows[row[0]] = row[1:-1]
-                    if row[-1] is not None:
-                        stored[row[len(_SHAPE_COLUMNS) + _TEXT_COLUMNS.index("content_hash") + 1]] = row[-1]
-                    else:
-                        unembedded.add(row[0])
-
-            targets = doc.search_targets
-            missing = list(dict.fromkeys(
-                n.embed_text for n in targets if n.embed_text is not None and n.content_hash not in stored
-            ))
-            vectors = self._embed(embedder, missing, dim, progress)
-            fresh = dict(zip(missing, vectors, strict=True))
-
-            conn.execute(
-                sa.text(
-                    """
-                    INSERT INTO hrag.documents AS d (id, collection, source, title, content_hash, metadata)
-                    VALUES (:id, :collection, :source, :title, :hash, CAST(:metadata AS jsonb))
-                    ON CONFLICT (id) DO UPDATE
-                       SET title = EXCLUDED.title,
-                           content_hash = EXCLUDED.content_hash,
-                           metadata = EXCLUDED.metadata,
-                           -- the proposed row's default, now(): Citus refuses
-                           -- non-immutable functions in DO UPDATE SET
-                           updated_at = EXCLUDED.updated_at
-                    """
-                ),
-                {"id": doc.id, "collection": doc.collection, "source": doc.source, "title": doc.title,
-                 "hash": doc.content_hash, "metadata": json.dumps(doc.metadata, ensure_ascii=False, default=str)},
+    def _write_locked(self, conn: sa.Connection, doc: FlatDocument, embedder: Embedder, dim: int,
+                      progress: Progress | None, after_chunk: Callable[[int], None] | None, force: bool,
+                      started: float, lend_from: str | None = None) -> IngestResult:
+        """The body of :meth:`write_document`, inside its transaction and locks."""
+        existing = conn.execute(
+            sa.text("SELECT content_hash FROM hrag.documents WHERE id = :id"), {"id": doc.id}
+        ).scalar()
+        if existing == doc.content_hash and not force:
+            return IngestResult(
+                source=doc.source, collection=doc.collection, document_id=doc.id, status="unchanged",
+                nodes=len(doc.nodes), embedded=0, reused=len(doc.search_targets),
+                seconds=time.perf_counter() - started,
             )
-            if old_rows and _same_shape(doc, old_rows):
-                # Same nodes in the same places: rewrite only the rows whose text changed,
-                # so unchanged children keep their rows and their HNSW entries.
-                self._update_changed(conn, doc, old_rows, stored, fresh, unembedded)
-            else:
-                conn.execute(sa.text("DELETE FROM hrag.nodes WHERE document_id = :id"), {"id": doc.id})
-                self._copy_nodes(conn, doc, stored, fresh, progress, after_chunk)
-            # The lexical statistics (IDF) change with the rows, in the same transaction.
-            conn.execute(sa.text("SELECT hrag.refresh_document_terms(:id)"), {"id": doc.id})
+
+        stored: dict[str, np.ndarray] = {}
+        old_rows: dict[uuid.UUID, tuple[Any, ...]] = {}
+        unembedded: set[uuid.UUID] = set()  # stored rows without an embedding (a repair for --force)
+        if existing is not None:
+            for row in _driver(conn).execute(
+                f"SELECT id, {', '.join(_SHAPE_COLUMNS + _TEXT_COLUMNS)}, embedding "
+                "FROM hrag.nodes WHERE document_id = %s",
+                (doc.id,),
+            ):
+                old_rows[row[0]] = row[1:-1]
+                if row[-1] is not None:
+                    stored[row[len(_SHAPE_COLUMNS) + _TEXT_COLUMNS.index("content_hash") + 1]] = row[-1]
+                else:
+                    unembedded.add(row[0])
+        if lend_from is not None:
+            # Embeddings keyed by the hash of the embedded text (heading path + content, not the
+            # source name), so a renamed document's unchanged children keep theirs.
+            for content_hash, embedding in _driver(conn).execute(
+                "SELECT n.content_hash, n.embedding FROM hrag.nodes n JOIN hrag.documents d "
+                "ON d.id = n.document_id WHERE d.collection = %s AND d.source = %s "
+                "AND n.embedding IS NOT NULL",
+                (doc.collection, lend_from),
+            ):
+                stored.setdefault(content_hash, embedding)
+
+        targets = doc.search_targets
+        missing = list(dict.fromkeys(n.embed_text for n in targets
+                                     if n.embed_text is not None and n.content_hash not in stored))
+        vectors = self._embed(embedder, missing, dim, progress)
+        fresh = dict(zip(missing, vectors, strict=True))
+
+        conn.execute(
+            sa.text(
+                """
+                INSERT INTO hrag.documents AS d (id, collection, source, title, content_hash, metadata)
+                VALUES (:id, :collection, :source, :title, :hash, CAST(:metadata AS jsonb))
+                ON CONFLICT (id) DO UPDATE
+                   SET title = EXCLUDED.title,
+                       content_hash = EXCLUDED.content_hash,
+                       metadata = EXCLUDED.metadata,
+                       -- the proposed row's default, now(): Citus refuses
+                       -- non-immutable functions in DO UPDATE SET
+                       updated_at = EXCLUDED.updated_at
+                """
+            ),
+            {"id": doc.id, "collection": doc.collection, "source": doc.source, "title": doc.title,
+             "hash": doc.content_hash, "metadata": json.dumps(doc.metadata, ensure_ascii=False, default=str)},
+        )
+        if old_rows and _same_shape(doc, old_rows):
+            # Same nodes in the same places: rewrite only the rows whose text changed,
+            # so unchanged children keep their rows and their HNSW entries.
+            self._update_changed(conn, doc, old_rows, stored, fresh, unembedded)
+        else:
+            conn.execute(sa.text("DELETE FROM hrag.nodes WHERE document_id = :id"), {"id": doc.id})
+            self._copy_nodes(conn, doc, stored, fresh, progress, after_chunk)
+        # The lexical statistics (IDF) change with the rows, in the same transaction.
+        conn.execute(sa.text("SELECT hrag.refresh_document_terms(:id)"), {"id": doc.id})
 
         return IngestResult(
             source=doc.source, collection=doc.collection, document_id=doc.id,
@@ -426,6 +453,20 @@ class Repository:
         return bool(deleted)
 
     # ------------------------------------------------------------------- reads
+
+    def sources(self, collection: str | None = None) -> list[dict[str, Any]]:
+        """What is stored: source, collection, document id, node count, last update, metadata."""
+        return self._fetch(
+            "SELECT d.source, d.collection, d.id AS document_id, d.updated_at, d.metadata, "
+            "       (SELECT count(*) FROM hrag.nodes n WHERE n.document_id = d.id) AS nodes "
+            "  FROM hrag.documents d WHERE %(c)s::text IS NULL OR d.collection = %(c)s::text "
+            " ORDER BY d.collection, d.source", {"c": collection})
+
+    def collections_of(self, source: str) -> list[str]:
+        """The collections holding a document named ``source`` (for "not in that collection" errors)."""
+        rows = self._fetch("SELECT collection FROM hrag.documents WHERE source = %(s)s ORDER BY collection",
+                           {"s": source})
+        return [r["collection"] for r in rows]
 
     @contextmanager
     def _reading(self) -> Iterator[sa.Connection]:

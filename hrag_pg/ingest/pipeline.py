@@ -115,9 +115,10 @@ def prepare_file(
     counter: TokenCounter = DEFAULT_COUNTER,
     question_generator: QuestionGenerator | None = None,
 ) -> FlatDocument:
-    """Parse, refine and flatten one file."""
+    """Parse, refine and flatten one file (named by its file name unless ``source`` is given, as ``ingest`` does)."""
     counter = counter if isinstance(counter, CachedCounter) else CachedCounter(counter)
-    tree = load_document(Path(path), strategy=options.strategy, source=source, errors=options.errors,
+    name = source if source is not None else Path(path).name
+    tree = load_document(Path(path), strategy=options.strategy, source=name, errors=options.errors,
                          window_tokens=options.window_tokens)
     return prepare_tree(tree, options, collection=collection, model_name=model_name, counter=counter,
                         question_generator=question_generator)

@@ -113,14 +113,20 @@ def test_the_reranker_feeds_the_merge(hrag: HRAG) -> None:
 def test_context_budget_keeps_whole_results_by_score_and_reports_the_rest(hrag: HRAG) -> None:
     retriever = ParentChildRetriever(hrag, collection="manual", max_parents=4, max_context_tokens=700)
     context = retriever.context(QUESTION_EN)
-    # 325 + 356 tokens fit in 700; the next two (317, 101) would each overflow.
-    assert [r.heading_path[-1] for r in context.results] == ["TLS Encryption", "Access Control Lists"]
+    # 325 + 356 tokens fit in 700; the next two (317, 101) would each overflow and are replaced by
+    # their best part that fits (issue 10's budget rule), if any part does.
+    whole = [r for r in context.results if not (r.reason and "fits the budget" in r.reason)]
+    assert [r.heading_path[-1] for r in whole] == ["TLS Encryption", "Access Control Lists"]
     assert [r.heading_path[-1] for r in context.dropped] == ["Hardening Checklist", "Mutual TLS"]
     assert context.total_tokens == sum(r.token_count for r in context.results) <= 700
     assert all(context.total_tokens + r.token_count > 700 for r in context.dropped)
     unbounded = {r.node_id: r for r in ParentChildRetriever(hrag, collection="manual").retrieve(QUESTION_EN)}
     for r in context.results:
-        assert r.content == unbounded[r.node_id].content, "a kept result is never cut"
+        if r.node_id in unbounded:
+            assert r.content == unbounded[r.node_id].content, "a kept result is never cut"
+        else:  # a passage over the budget, replaced by its best part that fits (whole nodes, never cut)
+            assert r.reason and "fits the budget" in r.reason
+            assert any(r.content in d.content for d in context.dropped)
     kept_scores = [r.score for r in context.results]
     assert kept_scores == sorted(kept_scores, reverse=True)
 

@@ -38,17 +38,23 @@ def test_query_json_has_the_documented_shape(env: dict[str, str], mode: str, key
 
 
 def test_query_with_a_budget_keeps_what_fits_by_score_drops_the_rest_and_exits_0(env: dict[str, str]) -> None:
-    """``--max-tokens 400``: the best section (325 tokens) is kept, the next three (308-341) do not fit."""
+    """``--max-tokens 400``: the best section (325 tokens) is kept, the next three (308-341) do not fit.
+
+    Each of them is replaced by the best part of it that fits what is left (issue 10's budget rule),
+    never cut in the middle of a node.
+    """
     question = "How do I secure a deployment?"
-    result = run(env, "query", question, "-c", "manual", "--max-tokens", "400", "--json")
+    result = run(env, "query", question, "-c", "manual", "--mode", "parent-child", "--max-tokens", "400", "--json")
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     unbounded = json.loads(run(env, "query", question, "-c", "manual", "--json").stdout)["results"]
-    kept, dropped = payload["results"], payload["dropped"]
+    parts = [r for r in payload["results"] if "fits the budget" in (r.get("reason") or "")]
+    kept, dropped = [r for r in payload["results"] if r not in parts], payload["dropped"]
     assert [r["heading_path"][-1] for r in kept] == ["TLS Encryption"]
+    assert all(any(p["content"] in d["content"] for d in dropped) for p in parts)
     assert [r["heading_path"][-1] for r in dropped] == [
         "Starting a Three-Node Cluster", "Durability and the fsync Policy", "Hardening Checklist"]
-    assert payload["total_tokens"] == sum(r["token_count"] for r in kept) <= 400
+    assert payload["total_tokens"] == sum(r["token_count"] for r in kept + parts) <= 400
     # Nothing lost, nothing cut: kept + dropped are the unbounded results, each whole.
     assert sorted(r["node_id"] for r in kept + dropped) == sorted(r["node_id"] for r in unbounded)
     whole = {r["node_id"]: r["content"] for r in unbounded}
@@ -79,11 +85,14 @@ def test_stats_json_lists_the_collections(env: dict[str, str]) -> None:
 def test_ingest_and_delete_round_trip(env: dict[str, str], tmp_path: Path) -> None:
     doc = tmp_path / "note.md"
     doc.write_text("# Note\n\n## Part\n\nA short paragraph about pelicans.\n", encoding="utf-8")
-    result = run(env, "ingest", str(doc), "--collection", "scratch", "--json")
+    result = run(env, "ingest", str(doc), "--collection", "scratch", "--metadata", '{"animal": "pelican"}', "--json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["results"][0]["status"] == "created"
-    assert run(env, "delete", str(doc), "--collection", "scratch").exit_code == 0
-    again = run(env, "delete", str(doc), "--collection", "scratch")
+    created = json.loads(result.stdout)["results"][0]
+    assert (created["status"], created["source"]) == ("created", "note.md"), "a file is named by its file name"
+    found = json.loads(run(env, "query", "pelicans", "--filter", '{"animal": "pelican"}', "--json").stdout)
+    assert [r["source"] for r in found["results"]] == ["note.md"]
+    assert run(env, "delete", "note.md", "--collection", "scratch").exit_code == 0
+    again = run(env, "delete", "note.md", "--collection", "scratch")
     assert again.exit_code == 1 and "no source" in again.output
 
 
@@ -124,15 +133,19 @@ def test_db_status_of_an_uninitialised_data_dir_exits_3(tmp_path: Path) -> None:
 
 #: What each command's --help must document: its subcommands or arguments and its key options.
 HELP: dict[str, list[str]] = {
-    "": ["migrate", "ingest", "query", "show", "delete", "stats", "check", "eval", "demo", "db", "--version"],
+    "": ["migrate", "ingest", "query", "show", "delete", "sources", "distribute", "stats", "check", "eval", "demo",
+         "db", "--version"],
     "db": ["start", "stop", "status", "url"],
     "migrate": ["revision", "--embedding-dim"],
     "ingest": ["paths", "--collection", "--strategy", "--child", "--max-child-tokens", "--overlap-tokens",
-               "--max-parent-tokens", "--window-tokens", "--errors", "--force", "--bulk", "--json"],
+               "--max-parent-tokens", "--window-tokens", "--errors", "--force", "--bulk", "--metadata", "--source",
+               "--json"],
     "query": ["text", "--mode", "--collection", "--top-k", "--max-parents", "--merge-threshold", "--max-tokens",
               "--filter", "--lexical-weight", "--min-relative-score", "--json"],
     "show": ["node_id", "--json"],
     "delete": ["source", "--collection"],
+    "sources": ["--collection", "--rename-from-paths", "--dry-run", "--json"],
+    "distribute": [],
     "stats": ["--json"],
     "check": ["--repair", "--json"],
     "eval": ["questions", "--mode", "--collection", "--max-tokens", "--lexical-weight", "--json"],

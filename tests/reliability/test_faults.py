@@ -161,7 +161,7 @@ def test_sigkill_of_the_ingesting_process_half_way_keeps_the_previous_version_an
     # A writer of the same source gets its lock at once.
     with psycopg.connect(db.libpq_url(db_url)) as writer:
         assert writer.execute("SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 0))",
-                              (source_lock_key(str(path)),)).fetchone()[0] is True
+                              (source_lock_key(path.name),)).fetchone()[0] is True
 
 
 # --------------------------------------------------------- 2. server restart

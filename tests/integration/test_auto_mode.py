@@ -1,0 +1,130 @@
+"""Auto mode from Python, async, the CLI and both adapters; and the budget rule for parent-child/auto-merge."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hrag_pg import cli, defaults
+from hrag_pg.api import HRAG, AsyncHRAG
+from hrag_pg.retrievers import AutoMergingRetriever, AutoRetriever, ParentChildRetriever
+from tests.embedders import HashingEmbedder
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+QUESTION = "試用期間中の2ヶ月間、通勤手当と昼食手当は支給されますか？"
+BROAD = "私物端末（BYOD）を業務で使う場合の義務をすべて教えてください"
+
+
+@pytest.fixture
+def hrag(db_url: str) -> HRAG:
+    h = HRAG(db_url, embedder=HashingEmbedder())
+    h.ingest([FIXTURES / "work_rules_ja.md", FIXTURES / "security_policy_ja.md"], metadata={"lang": "ja"})
+    return h
+
+
+def overlaps(a: list[str], b: list[str]) -> bool:
+    return a[:len(b)] == b or b[:len(a)] == a
+
+
+@pytest.mark.parametrize("budget", [60, 200, 800])
+def test_auto_mode_fits_the_budget_without_overlap_and_cites(hrag: HRAG, budget: int) -> None:
+    results = hrag.retrieve(BROAD, max_tokens=budget)
+    assert results, "never nothing while a hit exists"
+    assert sum(r.token_count for r in results) <= budget
+    assert all(r.mode == "auto" and r.reason and r.source == "security_policy_ja.md" for r in results)
+    assert all(r.document_metadata["lang"] == "ja" for r in results)
+    ids = [r.node_id for r in results]
+    assert len(ids) == len(set(ids))
+
+
+def test_auto_context_and_async_retrieve_equal_the_sync_results(hrag: HRAG) -> None:
+    sync = hrag.retrieve(QUESTION, max_tokens=300)
+    context = hrag.context(QUESTION, mode="auto", max_tokens=300)
+    assert [r.node_id for r in context.results] == [r.node_id for r in sync]
+    assert context.total_tokens == sum(r.token_count for r in sync) <= 300 and not context.dropped
+
+    async def both() -> list:
+        async with AsyncHRAG(hrag) as ahrag:
+            return list(await asyncio.gather(ahrag.retrieve(QUESTION, max_tokens=300),
+                                             ahrag.context(QUESTION, mode="auto", max_tokens=300)))
+
+    got, got_context = asyncio.run(both())
+    assert [r.model_dump() for r in got] == [r.model_dump() for r in sync]
+    assert got_context.model_dump() == context.model_dump()
+
+
+def test_auto_retriever_defaults_come_from_the_defaults_module(hrag: HRAG) -> None:
+    retriever = AutoRetriever(hrag)
+    assert (retriever.max_tokens, retriever.top_k) == (defaults.MAX_TOKENS, defaults.AUTO_TOP_K)
+
+
+def test_cli_query_defaults_to_auto_mode_when_a_budget_is_given(hrag: HRAG, db_url: str, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli, "_open", lambda: hrag)
+    runner = CliRunner()
+    env = {"HRAG_DATABASE_URL": db_url, "HRAG_DATA_DIR": str(tmp_path)}
+    out = runner.invoke(cli.app, ["query", QUESTION, "--max-tokens", "300", "--json"], env=env)
+    assert out.exit_code == 0, out.output
+    payload = json.loads(out.stdout)
+    assert payload["mode"] == "auto" and payload["results"]
+    assert all(r["mode"] == "auto" and r["reason"] and r["source"] for r in payload["results"])
+    assert payload["total_tokens"] <= 300
+    plain = json.loads(runner.invoke(cli.app, ["query", QUESTION, "--json"], env=env).stdout)
+    assert plain["mode"] == "parent-child"
+    human = runner.invoke(cli.app, ["query", QUESTION, "--mode", "auto", "--max-tokens", "300"], env=env)
+    assert human.exit_code == 0 and "work_rules_ja.md" in human.output
+
+
+@pytest.mark.parametrize("retriever_cls", [ParentChildRetriever, AutoMergingRetriever])
+def test_a_passage_over_the_budget_is_replaced_by_its_best_part_that_fits(hrag: HRAG, retriever_cls: type) -> None:
+    settings = {"max_parents": 2} if retriever_cls is ParentChildRetriever else {"top_k": 12}
+    unbounded = retriever_cls(hrag, collection="default", **settings).retrieve(QUESTION)
+    counter = hrag.embedder.token_counter
+    best = unbounded[0]
+    size = counter.count(best.content)
+    budget = max(size // 2, 20)
+    assert size > budget, "the best passage must not fit for this test to mean anything"
+    context = retriever_cls(hrag, collection="default", max_context_tokens=budget, **settings).context(QUESTION)
+    assert context.total_tokens <= budget
+    assert best.node_id in {r.node_id for r in context.dropped}
+    parts = [r for r in context.results
+             if r.reason and "fits the budget" in r.reason and r.document_id == best.document_id]
+    assert parts, "the best passage was replaced, not silently dropped"
+    for part in parts:
+        assert part.content in best.content and overlaps(part.heading_path, best.heading_path)
+        assert part.score == best.score and part.mode == best.mode and part.source == best.source
+    assert context.results[0].score == best.score, "its replacement comes first, before worse passages"
+
+
+def test_two_round_trips_only_when_something_does_not_fit(hrag: HRAG) -> None:
+    calls: list[str] = []
+    original = hrag.repository._fetch
+
+    def counting(sql: str, params: dict) -> list:
+        calls.append(sql)
+        return original(sql, params)
+
+    hrag.repository._fetch = counting  # type: ignore[method-assign]
+    try:
+        ParentChildRetriever(hrag, collection="default", max_context_tokens=100_000).context(QUESTION)
+        assert len(calls) == 1
+        calls.clear()
+        ParentChildRetriever(hrag, collection="default", max_parents=1, max_context_tokens=20).context(QUESTION)
+        assert len(calls) == 2 and "retrieve_hits" in calls[1]
+    finally:
+        del hrag.repository._fetch
+
+
+def test_both_adapters_offer_auto_mode(hrag: HRAG) -> None:
+    from hrag_pg.integrations.langchain import HRAGRetriever as LangChainRetriever
+    from hrag_pg.integrations.llama_index import HRAGRetriever as LlamaRetriever
+
+    docs = LangChainRetriever(hrag=hrag, mode="auto", max_tokens=300, filter={"lang": "ja"}).invoke(QUESTION)
+    nodes = LlamaRetriever(hrag, mode="auto", max_tokens=300).retrieve(QUESTION)
+    assert docs and [d.metadata["node_id"] for d in docs] == [n.node.node_id for n in nodes]
+    assert all(d.metadata["mode"] == "auto" and d.metadata["source"] for d in docs)
+    assert sum(d.metadata["token_count"] for d in docs) <= 300
