@@ -412,6 +412,7 @@ class HRAG:
         filter: dict[str, Any] | None = None,
         top_k: int = defaults.TOP_K,
         merge_threshold: float = defaults.MERGE_THRESHOLD,
+        max_hit_share: float | None = defaults.MAX_HIT_SHARE,
         lexical_weight: float = defaults.LEXICAL_WEIGHT,
         candidates: int | None = None,
         min_relative_score: float | None = None,
@@ -421,6 +422,7 @@ class HRAG:
         """Hit leaves, merged upward into parents enough of whose children were hit."""
         return AutoMergingRetriever(
             self, collection=collection, filter=filter, top_k=top_k, merge_threshold=merge_threshold,
+            max_hit_share=max_hit_share,
             lexical_weight=lexical_weight, candidates=candidates, min_relative_score=min_relative_score,
             reranker=reranker, rerank_candidates=rerank_candidates,
         ).retrieve(question)

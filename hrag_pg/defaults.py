@@ -15,6 +15,8 @@ TOP_K_CHILDREN = 20
 MAX_PARENTS = 4
 #: auto-merge: leaves hit before merging (``hrag.auto_merge(top_k)``).
 TOP_K = 12
+#: auto-merge: hits are at most this share of the collection's search targets (``hrag.sample_hits``).
+MAX_HIT_SHARE = 0.1
 #: auto-merge: merge a parent when hit children / all children reaches this (``merge_threshold``).
 MERGE_THRESHOLD = 0.5
 #: Weight of lexical term overlap in the hybrid score (``hrag.search_hybrid(lexical_weight)``);

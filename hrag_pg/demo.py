@@ -34,21 +34,13 @@ class DemoCase:
 
     title: str
     question: str
-    mode: str  # "parent-child" | "auto-merge"
+    mode: str  # "parent-child" | "auto-merge" | "auto"
     collection: str
     expectation: str
     check: Callable[[list[RetrievalResult]], bool]
     #: Retriever settings beyond the defaults, shown by the demo with the reason.
     settings: dict[str, Any] = field(default_factory=dict)
     why_settings: str = ""
-
-
-#: The policy is 35 short items: the default top_k=12 hits a third of it, so
-#: auto-merge would climb to whole chapters.  Keep only hits within 80 % of the
-#: best, and lean on exact terms, which the English model cannot see in Japanese.
-SMALL_JAPANESE_DOCUMENT = {"min_relative_score": 0.8, "lexical_weight": 0.5}
-SMALL_JAPANESE_WHY = ("35-item policy and an English-only model: hits below 80% of the best are dropped, "
-                      "lexical overlap weighs 0.5")
 
 
 def _top_is(title_part: str, *, contains: str | None = None, merged: bool | None = None) -> Callable[..., bool]:
@@ -68,12 +60,30 @@ def _top_is(title_part: str, *, contains: str | None = None, merged: bool | None
     return check
 
 
+def _lead(content: str) -> str:
+    """A node's text without the Markdown heading markers it is stored with (``## 第8条`` -> ``第8条``)."""
+    return content.lstrip("#").lstrip()
+
+
+def _contains_result_starting(prefix: str, text: str) -> Callable[..., bool]:
+    def check(results: list[RetrievalResult]) -> bool:
+        return any(_lead(r.content).startswith(prefix) and text in r.content for r in results)
+
+    return check
+
+
+def _antivirus_small(results: list[RetrievalResult]) -> bool:
+    return bool(results) and _lead(results[0].content).startswith(("8.1", "第8条")) and not any(
+        _lead(r.content).startswith(("第2章", "情報セキュリティ管理規程")) for r in results
+    )
+
+
 def _antivirus_alone(results: list[RetrievalResult]) -> bool:
     if not results:
         return False
     top = results[0]
-    return top.content.startswith("8.1") and not top.merged_from and all(
-        not r.content.startswith("第8条") for r in results
+    return _lead(top.content).startswith("8.1") and not top.merged_from and all(
+        not _lead(r.content).startswith("第8条") for r in results
     )
 
 
@@ -91,7 +101,6 @@ CASES: tuple[DemoCase, ...] = (
         "auto-merge", "security",
         "8.1 (anti-virus) alone, not merged into 第8条",
         _antivirus_alone,
-        SMALL_JAPANESE_DOCUMENT, SMALL_JAPANESE_WHY,
     ),
     DemoCase(
         "Auto-Merging: a broad question merges upward",
@@ -99,7 +108,6 @@ CASES: tuple[DemoCase, ...] = (
         "auto-merge", "security",
         "第8条 (BYOD), merged from 8.1, 8.2 and 8.3",
         _top_is("第8条", merged=True),
-        SMALL_JAPANESE_DOCUMENT, SMALL_JAPANESE_WHY,
     ),
     DemoCase(
         "Parent-Child in English: one fact, its section as context",
@@ -107,6 +115,27 @@ CASES: tuple[DemoCase, ...] = (
         "parent-child", "manual",
         "the Retention Policies section (default 72 hours)",
         _top_is("Retention", contains="72"),
+    ),
+    DemoCase(
+        "Auto (2,000-token budget): the probation question gets the whole article",
+        "試用期間中の2ヶ月間、通勤手当と昼食手当は支給されますか？",
+        "auto", "hr",
+        "all of 第4条 (item 4, the payment day, comes along) chosen within the budget",
+        _contains_result_starting("第4条", "毎月25日"),
+    ),
+    DemoCase(
+        "Auto (2,000-token budget): a narrow question stays small",
+        "私物のスマートフォンにウイルス対策ソフトを入れる必要はありますか？",
+        "auto", "security",
+        "8.1 first, and nothing of the rest of 第2章",
+        _antivirus_small,
+    ),
+    DemoCase(
+        "Auto (2,000-token budget): a broad question gets the merged article",
+        "私物端末（BYOD）を業務で使う場合の義務をすべて教えてください",
+        "auto", "security",
+        "第8条 (8.1–8.3) first, not the chapter around it",
+        _top_is("第8条", merged=True),
     ),
 )
 
@@ -121,11 +150,14 @@ def ingest_examples(hrag: Any, progress: Any = None) -> list[Any]:
 
 
 def run_case(hrag: Any, case: DemoCase) -> tuple[list[RetrievalResult], bool]:
-    from .api import AutoMergingRetriever, ParentChildRetriever
+    """Ask one case with the default settings of its mode (the auto mode with its default budget)."""
+    from .api import AutoMergingRetriever, AutoRetriever, ParentChildRetriever
 
     retriever: Any
     if case.mode == "parent-child":
         retriever = ParentChildRetriever(hrag, collection=case.collection, **case.settings)
+    elif case.mode == "auto":
+        retriever = AutoRetriever(hrag, collection=case.collection, **case.settings)
     else:
         retriever = AutoMergingRetriever(hrag, collection=case.collection, **case.settings)
     results = retriever.context(case.question).results

@@ -39,7 +39,8 @@ SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
 
 AUTO_MERGE = """
 SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
-  FROM hrag.auto_merge(%(q)s, %(k)s::int, %(t)s::real, %(c)s::text, %(f)s::jsonb) AS r
+  FROM hrag.auto_merge(%(q)s, hrag.sample_hits(%(k)s::int, %(c)s::text, %(s)s::real), %(t)s::real,
+                       %(c)s::text, %(f)s::jsonb) AS r
   JOIN hrag.nodes n ON n.id = r.node_id
   JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
@@ -75,8 +76,8 @@ SELECT s.node_id, s.parent_id, s.document_id, s.score, n.heading_path,
 AUTO_MERGE_HYBRID = """
 WITH hit AS (
     SELECT node_id, score
-      FROM hrag.search_hybrid(%(q)s, %(qt)s::text, %(k)s::int, %(c)s::text, %(f)s::jsonb,
-                              %(w)s::real, %(n)s::int, %(r)s::real)
+      FROM hrag.search_hybrid(%(q)s, %(qt)s::text, hrag.sample_hits(%(k)s::int, %(c)s::text, %(s)s::real),
+                              %(c)s::text, %(f)s::jsonb, %(w)s::real, %(n)s::int, %(r)s::real)
 )
 SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
   FROM hrag.auto_merge_hits(ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id),
@@ -132,6 +133,11 @@ SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
 #: The SQL functions' bound on counts (hrag._check_count in sql/0002_retrieval.sql).
 MAX_COUNT = _limits.MAX_COUNT
 _REAL_MAX = 3.4028234663852886e38
+
+
+def _budget(value: Any) -> Any:
+    """A token budget: 1..MAX_CONTEXT_TOKENS, as hrag.retrieve_hits checks it."""
+    return _limits.check_count(value, 'argument "max_tokens"', maximum=_limits.MAX_CONTEXT_TOKENS)
 
 
 def _count(value: Any, name: str) -> Any:
@@ -214,11 +220,16 @@ def plan_parent_child(search: Search, top_k_children: int, max_parents: int,
     return (PARENT_CHILD_HYBRID if search.hybrid else PARENT_CHILD), params
 
 
-def plan_auto_merge(search: Search, top_k: int, merge_threshold: float) -> tuple[str, dict[str, Any]]:
+def plan_auto_merge(search: Search, top_k: int, merge_threshold: float,
+                    max_hit_share: float | None = None) -> tuple[str, dict[str, Any]]:
+    """``max_hit_share``: use at most this share of the collection's search targets as hits
+    (``hrag.sample_hits``); None takes ``top_k`` hits whatever the collection's size."""
     _count(top_k, "top_k")
     _real(merge_threshold, "merge_threshold")
+    if max_hit_share is not None and not 0 < max_hit_share <= 1:
+        raise InvalidArgument(f'argument "max_hit_share" must be in (0, 1], got {max_hit_share!r}')
     params = search.params(top_k)
-    params.update(t=merge_threshold)
+    params.update(t=merge_threshold, s=max_hit_share)
     return (AUTO_MERGE_HYBRID if search.hybrid else AUTO_MERGE), params
 
 
@@ -237,12 +248,12 @@ def plan_parent_child_hits(ids: list[Any], scores: list[float], max_parents: int
 def plan_retrieve(search: Search, top_k: int, max_tokens: int) -> tuple[str, dict[str, Any]]:
     """``hrag.retrieve``: candidates (vector + lexical) → the best context within ``max_tokens``."""
     _count(top_k, "top_k")
-    _count(max_tokens, "max_tokens")
+    _budget(max_tokens)
     params = search.params(top_k)
     params.update(b=max_tokens)
     return RETRIEVE, params
 
 
 def plan_retrieve_hits(ids: list[Any], scores: list[float], max_tokens: int) -> tuple[str, dict[str, Any]]:
-    _count(max_tokens, "max_tokens")
+    _budget(max_tokens)
     return RETRIEVE_HITS, {"ids": ids, "scores": scores, "b": max_tokens}

@@ -535,8 +535,8 @@ class Repository:
         return [to_result("parent-child", row) for row in rows]
 
     def auto_merge(self, search: queries.Search, *, top_k: int = 12,
-                   merge_threshold: float = 0.5) -> list[RetrievalResult]:
-        rows = self._fetch(*queries.plan_auto_merge(search, top_k, merge_threshold))
+                   merge_threshold: float = 0.5, max_hit_share: float | None = None) -> list[RetrievalResult]:
+        rows = self._fetch(*queries.plan_auto_merge(search, top_k, merge_threshold, max_hit_share))
         return [to_result("auto-merge", row) for row in rows]
 
     def auto_merge_hits(self, hits: Sequence[SearchHit], merge_threshold: float = 0.5) -> list[RetrievalResult]:

@@ -228,13 +228,17 @@ class AutoMergingRetriever(BaseRetriever):
 
     top_k: int = defaults.TOP_K
     merge_threshold: float = defaults.MERGE_THRESHOLD
+    #: Hits are at most this share of the collection's search targets (``hrag.sample_hits``): twelve hits
+    #: in a 35-item policy would merge into the whole document whatever the question.  None: plain top_k.
+    max_hit_share: float | None = defaults.MAX_HIT_SHARE
 
     mode = "auto-merge"
 
     def results_flow(self, question: str, query: np.ndarray) -> Flow[list[RetrievalResult]]:
         search = self._search(question, query)
         if self.reranker is None:
-            rows = yield Fetch(*queries.plan_auto_merge(search, self.top_k, self.merge_threshold))
+            rows = yield Fetch(*queries.plan_auto_merge(search, self.top_k, self.merge_threshold,
+                                                        self.max_hit_share))
             return _results(self.mode, rows)
         rows = yield Fetch(*queries.plan_search(search, max(self.rerank_candidates, self.top_k)))
         best = yield Rerank(question, [to_hit(row) for row in rows], self.reranker, self.top_k)
