@@ -390,6 +390,9 @@ PROBES: dict[str, str] = {
     # A count of b's search targets is b's data too: it shows as the marker 'b' when visible.
     "hrag.sample_hits(integer,text,real)":
         "SELECT CASE WHEN hrag.sample_hits(1000, 'b', 1.0) > 1 THEN 'b' END",
+    "hrag.node_text(uuid,uuid)": "SELECT hrag.node_text(%(b_doc)s, %(b_root)s)",
+    # May the caller see b: the marker 'b' when it may.
+    "hrag._collection_visible(text)": "SELECT CASE WHEN hrag._collection_visible('b') THEN 'b' END",
     "hrag._term_weights(text[],text)":
         "SELECT * FROM hrag._term_weights(hrag.lexical_terms(%(b_all_text)s), %(collection)s)",
 }
@@ -407,9 +410,13 @@ REFUSED: dict[str, str] = {
 #: Functions that cannot return anyone's rows, and why.  Each must be IMMUTABLE (so it
 #: reads no table) unless listed in READS_NO_TABLE: a change that made one read tables fails.
 READS_NO_TABLE = {"hrag._vector_index_state()", "hrag._drop_invalid_vector_indexes()",
-                  "hrag._setting(text,double precision)"}
+                  "hrag._setting(text,double precision)", "hrag._is_member_of(name)",
+                  "hrag.distribute(integer)"}
 NO_ROWS: dict[str, str] = {
     "hrag._setting(text,double precision)": "reads one session setting (current_setting), no table",
+    "hrag._is_member_of(name)": "reads pg_roles (is the caller a member of a role), no tenant rows",
+    "hrag.distribute(integer)": ("returns table names and what it did; refuses without Citus, and on Citus "
+                                 "distributing a table needs its owner"),
     "hrag._vector_index_state()": "reads only pg_catalog (is the HNSW index valid), no table rows",
     "hrag._drop_invalid_vector_indexes()": "returns nothing; drops only invalid indexes, which needs the owner",
     "hrag._check_count(integer,text,integer)": "argument validator: raises or returns nothing",
