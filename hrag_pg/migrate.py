@@ -39,12 +39,24 @@ def upgrade(url: str | None = None, revision: str = "head", *, embedding_dim: in
     """Bring the hrag schema up to ``revision`` (idempotent at head)."""
     with _alembic_errors(revision):
         command.upgrade(alembic_config(url, embedding_dim=embedding_dim), revision)
+    _forget_pooled_connections(url)
 
 
 def downgrade(url: str | None = None, revision: str = "base") -> None:
     """Revert to ``revision``; ``base`` removes everything hrag created."""
     with _alembic_errors(revision):
         command.downgrade(alembic_config(url), revision)
+    _forget_pooled_connections(url)
+
+
+def _forget_pooled_connections(url: str | None) -> None:
+    """Close the process's pooled connections to this database after a migration.
+
+    A connection opened before the migration created the ``vector`` extension
+    has no pgvector adapters (they are registered when a connection opens), so
+    reusing it would fail on the first vector; new connections register them.
+    """
+    db.engine(url).dispose()
 
 
 @contextmanager
