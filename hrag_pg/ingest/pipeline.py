@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from .. import limits
 from .children import (
     QuestionGenerator,
     add_qa_children,
@@ -68,6 +69,15 @@ class IngestOptions:
             raise ValueError(f"unknown strategy {self.strategy!r}; choose one of {', '.join(STRATEGIES)}")
         if self.child not in CHILD_STRATEGIES:
             raise ValueError(f"unknown child strategy {self.child!r}; choose one of {', '.join(CHILD_STRATEGIES)}")
+        # The same ranges as the CLI's options (hrag_pg/limits.py), named as Python spells them.
+        limits.check_count(self.max_child_tokens, "max_child_tokens", maximum=limits.MAX_CHUNK_TOKENS)
+        limits.check_nonnegative(self.overlap_tokens, "overlap_tokens", maximum=limits.MAX_CHUNK_TOKENS)
+        limits.check_count(self.max_parent_tokens, "max_parent_tokens", maximum=limits.MAX_CHUNK_TOKENS)
+        limits.check_count(self.window_tokens, "window_tokens", maximum=limits.MAX_CHUNK_TOKENS)
+        limits.check_count(self.group_tokens, "group_tokens", maximum=limits.MAX_CHUNK_TOKENS)
+        limits.check_nonnegative(self.group_children_over, "group_children_over", maximum=limits.MAX_COUNT)
+        if self.errors not in ("strict", "replace"):
+            raise ValueError(f"errors must be 'strict' or 'replace', got {self.errors!r}")
         if not 0 <= self.pack_tokens <= self.max_child_tokens:
             raise ValueError(f"pack_tokens must be between 0 and max_child_tokens ({self.max_child_tokens}), "
                              f"got {self.pack_tokens}")

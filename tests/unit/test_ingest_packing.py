@@ -53,3 +53,14 @@ def test_packing_is_off_at_zero_and_for_other_strategies() -> None:
     tree.metadata["strategy"] = "clauses"
     flat = prepare_tree(tree, IngestOptions(pack_tokens=120), counter=COUNTER)
     assert len([n for n in flat.nodes if n.embed_text is not None]) == 3
+
+
+def test_ingest_options_refuse_the_ranges_the_cli_refuses_naming_the_python_argument() -> None:
+    import pytest
+
+    from hrag_pg.errors import InvalidArgument
+
+    for kwargs, name in (({"max_child_tokens": 0}, "max_child_tokens"), ({"overlap_tokens": -1}, "overlap_tokens"),
+                         ({"max_parent_tokens": 0}, "max_parent_tokens"), ({"window_tokens": 10**6}, "window_tokens")):
+        with pytest.raises(InvalidArgument, match=name):
+            IngestOptions(**kwargs)  # type: ignore[arg-type]
