@@ -9,11 +9,12 @@ export TRANSFORMERS_OFFLINE := 1
 
 .PHONY: install demo test test-pg16 test-distributed lint check-docs schema bench clean
 
+# (setuptools >= 80 prints an informational notice for every editable install: nothing to act on, so filtered.)
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[embed,embedded,pdf,dev,langchain,llama-index]'
+	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install --quiet -e '.[embed,embedded,pdf,dev,langchain,llama-index]'
 	touch $@
 
 install: $(BIN)/.installed
