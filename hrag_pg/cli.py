@@ -843,7 +843,8 @@ def check_cmd(
 @clear_errors
 def eval_cmd(
     questions: Path = typer.Argument(..., help="The question file (JSON Lines, format above)."),
-    mode: str = typer.Option("parent-child", "--mode", "-m", help="parent-child or auto-merge."),
+    mode: str = typer.Option("parent-child", "--mode", "-m",
+                             help="parent-child, auto-merge or auto (the budget mode: --max-tokens, default 2000)."),
     collection: str = typer.Option(None, "--collection", "-c", help="Search only this collection."),
     max_tokens: int = typer.Option(None, "--max-tokens", help="Assemble at most this many tokens per answer."),
     lexical_weight: float = typer.Option(None, "--lexical-weight",
@@ -864,6 +865,7 @@ def eval_cmd(
     Examples:
         hrag eval questions.jsonl -c manuals
         hrag eval questions.jsonl --mode auto-merge --max-tokens 2000 --json
+        hrag eval questions.jsonl --mode auto --max-tokens 1000
     """
     from .evaluation import MODES as EVAL_MODES
     from .evaluation import evaluate, load_questions

@@ -32,7 +32,7 @@ from typing import Any, Literal, Protocol
 
 Kind = Literal["narrow", "broad"]
 KINDS: tuple[str, ...] = ("narrow", "broad")
-MODES: tuple[str, ...] = ("parent-child", "auto-merge")
+MODES: tuple[str, ...] = ("parent-child", "auto-merge", "auto")
 #: Context budgets (tokens) at which recall is reported by default.
 DEFAULT_BUDGETS: tuple[int, ...] = (2000, 4000)
 
@@ -376,19 +376,19 @@ def evaluate(
 ) -> EvalReport:
     """Run each question through an hrag retriever's ``context()`` and score it.
 
-    ``mode`` is ``parent-child`` or ``auto-merge``; ``max_tokens`` becomes the
-    retriever's ``max_context_tokens`` (hrag's own assembly: whole passages,
-    best first); other keyword arguments (``collection``, ``lexical_weight``,
+    ``mode`` is ``parent-child``, ``auto-merge`` or ``auto``; ``max_tokens`` becomes the
+    retriever's ``max_context_tokens`` (the budget mode's budget; for the other
+    modes hrag's own assembly); other keyword arguments (``collection``, ``lexical_weight``,
     ``min_relative_score``, ``top_k``, ``reranker`` …) go to the retriever.
     Latency is end to end: question embedding, the SQL call and assembly.
     """
-    from .api import AutoMergingRetriever, ParentChildRetriever
+    from .api import AutoMergingRetriever, AutoRetriever, ParentChildRetriever
 
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     if max_tokens is not None and max_tokens <= 0:
         raise ValueError(f"max_tokens must be positive, got {max_tokens}")
-    cls = ParentChildRetriever if mode == "parent-child" else AutoMergingRetriever
+    cls = {"parent-child": ParentChildRetriever, "auto-merge": AutoMergingRetriever, "auto": AutoRetriever}[mode]
     retriever = cls(hrag, max_context_tokens=max_tokens, **retriever_settings)
     truncator = truncator_for(hrag.embedder)
     if questions:

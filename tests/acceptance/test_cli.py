@@ -183,6 +183,17 @@ def test_eval_reports_recall_per_kind_as_json(env: dict[str, str]) -> None:
     assert summary["all"]["latency_p95_ms"] >= summary["all"]["latency_p50_ms"] > 0
 
 
+def test_eval_measures_the_budget_mode_within_its_budget(env: dict[str, str]) -> None:
+    questions = Path(__file__).parents[1] / "fixtures" / "demo_questions.jsonl"
+    result = run(env, "eval", str(questions), "--mode", "auto", "--max-tokens", "600", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["settings"]["mode"] == "auto"
+    summary = report["summary"]
+    assert [summary[k]["recall"] for k in ("narrow", "broad", "all")] == [1.0, 1.0, 1.0]
+    assert summary["all"]["mean_tokens"] <= 600
+
+
 def test_eval_refuses_a_file_that_is_not_jsonl(env: dict[str, str]) -> None:
     result = run(env, "eval", "README.md")
     assert result.exit_code == 2 and "not valid JSON" in result.output
