@@ -607,21 +607,27 @@ $$;
 --
 -- The hits' ancestor paths form a small subtree.  Every node on it (leaf,
 -- group, section, chapter, document) is a candidate with
---   evidence = sum over the hits below it of exp((score - best score) / 0.05)
---              (the best hit weighs 1; a hit 0.1 below it about 0.14),
+--   evidence = sum over the hits below it of exp((score - best score) / 0.1)
+--              (the best hit weighs 1; a hit 0.1 below it about 0.37),
 --   tokens   = its subtree_tokens,
---   priority = evidence / tokens ^ 0.6.
+--   priority = evidence / tokens ^ 0.5,
+--   lift     = (its share of all the evidence) / (its share of the searched
+--              text: its tokens over the stored tokens of the hits' collections).
 -- The exponent below 1 lets a node whose children are mostly hits outrank
 -- its best single hit (a broad question's section), while a large node with
 -- one strong hit and weak neighbours ranks below that hit (a narrow one).
 -- Candidates are taken in priority order while they fit the budget: a node
 -- inside one already taken is skipped; a node above taken ones replaces
--- them if the extra tokens fit.  Candidates with less than 0.6 of the first
--- taken node's priority are not taken (the budget is for relevant text, not
--- for filling).  So nothing is returned twice, the total never exceeds
--- max_tokens, and a result that does not fit is replaced by its best parts.
--- If no candidate fits at all, the best hit is returned alone, marked
--- 'over budget' (the budget cannot be met; the caller sees why).
+-- them if the extra tokens fit.  A candidate with a lift below 2 is not
+-- taken: in a small collection every part of a document is hit, and without
+-- this the whole document would be returned whatever the question.  So
+-- nothing is returned twice, the total never exceeds max_tokens when a hit
+-- fits, and a result that does not fit is replaced by its best parts.  If no
+-- candidate qualifies, the best hit that fits is returned; if none fits, the
+-- best hit alone, marked 'over budget' (the caller sees why).
+-- The constants are settings (SET hrag.auto_sharpness, hrag.auto_size_exponent,
+-- hrag.auto_min_lift; hrag.auto_floor, off by default, stops at a share of the
+-- first taken node's priority).
 --
 -- token_count and the budget are stored token counts (nodes.subtree_tokens:
 -- the embedding model's tokenizer at ingestion).
