@@ -24,7 +24,7 @@ SEARCH_LEAVES = """
 SELECT s.node_id, s.parent_id, s.document_id, s.score, n.heading_path,
        coalesce(n.metadata->>'question', n.content) AS text
   FROM hrag.search_leaves(%(q)s, %(k)s::int, %(c)s::text, %(f)s::jsonb) AS s
-  JOIN hrag.nodes n ON n.id = s.node_id
+  JOIN hrag.nodes n ON n.document_id = s.document_id AND n.id = s.node_id
  ORDER BY s.score DESC, s.node_id
 """
 
@@ -32,7 +32,7 @@ PARENT_CHILD = """
 SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
        r.matched_children, r.rank, n.depth, n.kind, d.source, d.metadata AS document_metadata
   FROM hrag.parent_child(%(q)s, %(k)s::int, %(p)s::int, %(c)s::text, %(f)s::jsonb, %(m)s::real) AS r
-  JOIN hrag.nodes n ON n.id = r.node_id
+  JOIN hrag.nodes n ON n.document_id = r.document_id AND n.id = r.node_id
   JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
 """
@@ -41,7 +41,7 @@ AUTO_MERGE = """
 SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
   FROM hrag.auto_merge(%(q)s, hrag.sample_hits(%(k)s::int, %(c)s::text, %(s)s::real), %(t)s::real,
                        %(c)s::text, %(f)s::jsonb) AS r
-  JOIN hrag.nodes n ON n.id = r.node_id
+  JOIN hrag.nodes n ON n.document_id = r.document_id AND n.id = r.node_id
   JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
 """
@@ -49,7 +49,7 @@ SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
 AUTO_MERGE_HITS = """
 SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
   FROM hrag.auto_merge_hits(%(ids)s::uuid[], %(scores)s::real[], %(t)s::real) AS r
-  JOIN hrag.nodes n ON n.id = r.node_id
+  JOIN hrag.nodes n ON n.document_id = r.document_id AND n.id = r.node_id
   JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
 """
@@ -58,7 +58,7 @@ PARENT_CHILD_HITS = """
 SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
        r.matched_children, r.rank, n.depth, n.kind, d.source, d.metadata AS document_metadata
   FROM hrag.parent_child_hits(%(ids)s::uuid[], %(scores)s::real[], %(p)s::int, %(k)s::int) AS r
-  JOIN hrag.nodes n ON n.id = r.node_id
+  JOIN hrag.nodes n ON n.document_id = r.document_id AND n.id = r.node_id
   JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
 """
@@ -68,41 +68,50 @@ SELECT s.node_id, s.parent_id, s.document_id, s.score, n.heading_path,
        coalesce(n.metadata->>'question', n.content) AS text
   FROM hrag.search_hybrid(%(q)s, %(qt)s::text, %(k)s::int, %(c)s::text, %(f)s::jsonb,
                           %(w)s::real, %(n)s::int, %(r)s::real) AS s
-  JOIN hrag.nodes n ON n.id = s.node_id
+  JOIN hrag.nodes n ON n.document_id = s.document_id AND n.id = s.node_id
  ORDER BY s.score DESC, s.node_id
 """
 
-# Hybrid hits merged in the same statement: still one round trip.
+# Hybrid hits merged in the same statement: still one round trip.  The merge
+# is a CTE of its own: on Citus a function call joined with the tables in the
+# same query level would be pushed down to the shards, where it cannot run.
 AUTO_MERGE_HYBRID = """
 WITH hit AS (
     SELECT node_id, score
       FROM hrag.search_hybrid(%(q)s, %(qt)s::text, hrag.sample_hits(%(k)s::int, %(c)s::text, %(s)s::real),
                               %(c)s::text, %(f)s::jsonb, %(w)s::real, %(n)s::int, %(r)s::real)
+),
+r AS (
+    SELECT * FROM hrag.auto_merge_hits(ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id),
+                                       ARRAY(SELECT score FROM hit ORDER BY score DESC, node_id),
+                                       %(t)s::real)
 )
 SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
-  FROM hrag.auto_merge_hits(ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id),
-                            ARRAY(SELECT score FROM hit ORDER BY score DESC, node_id),
-                            %(t)s::real) AS r
-  JOIN hrag.nodes n ON n.id = r.node_id
+  FROM r
+  JOIN hrag.nodes n ON n.document_id = r.document_id AND n.id = r.node_id
   JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
 """
 
 # The hybrid ranking over all candidates, so parents beyond the first
-# top_k_children can still be found (k counts parents, as in parent_child).
+# top_k_children can still be found (k counts parents, as in parent_child);
+# the expansion is a CTE of its own, as in AUTO_MERGE_HYBRID.
 PARENT_CHILD_HYBRID = """
 WITH hit AS (
     SELECT node_id, score
       FROM hrag.search_hybrid(%(q)s, %(qt)s::text, %(n)s::int, %(c)s::text, %(f)s::jsonb,
                               %(w)s::real, %(n)s::int, %(r)s::real)
      WHERE %(m)s::real IS NULL OR score >= %(m)s::real
+),
+r AS (
+    SELECT * FROM hrag.parent_child_hits(ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id),
+                                         ARRAY(SELECT score FROM hit ORDER BY score DESC, node_id),
+                                         %(p)s::int, %(k)s::int)
 )
 SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
        r.matched_children, r.rank, n.depth, n.kind, d.source, d.metadata AS document_metadata
-  FROM hrag.parent_child_hits(ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id),
-                              ARRAY(SELECT score FROM hit ORDER BY score DESC, node_id),
-                              %(p)s::int, %(k)s::int) AS r
-  JOIN hrag.nodes n ON n.id = r.node_id
+  FROM r
+  JOIN hrag.nodes n ON n.document_id = r.document_id AND n.id = r.node_id
   JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
 """
@@ -112,7 +121,7 @@ SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
 RETRIEVE = """
 SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
   FROM hrag.retrieve(%(q)s, %(qt)s::text, %(b)s::int, %(c)s::text, %(f)s::jsonb, %(k)s::int, %(w)s::real) AS r
-  JOIN hrag.nodes n ON n.id = r.node_id
+  JOIN hrag.nodes n ON n.document_id = r.document_id AND n.id = r.node_id
   JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
 """
@@ -120,7 +129,7 @@ SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
 RETRIEVE_HITS = """
 SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
   FROM hrag.retrieve_hits(%(ids)s::uuid[], %(scores)s::real[], %(b)s::int) AS r
-  JOIN hrag.nodes n ON n.id = r.node_id
+  JOIN hrag.nodes n ON n.document_id = r.document_id AND n.id = r.node_id
   JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
 """

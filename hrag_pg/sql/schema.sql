@@ -20,6 +20,298 @@ CREATE SCHEMA hrag;
 -- COMMENT: SCHEMA hrag
 COMMENT ON SCHEMA hrag IS 'hrag-pg: hierarchical retrieval (parent-child, auto-merging)';
 
+-- FUNCTION: _auto_merge_document(uuid, uuid[], real[], real)
+CREATE FUNCTION hrag._auto_merge_document(doc uuid, node_ids uuid[], scores real[], merge_threshold real) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, token_count integer)
+    LANGUAGE plpgsql STABLE ROWS 10
+    AS $$
+#variable_conflict use_column
+DECLARE
+    x record;
+BEGIN
+    FOR x IN
+        WITH RECURSIVE
+        -- A duplicate id keeps its best score; unknown ids drop out at the first join.
+        hit AS (
+            SELECT h.id, max(h.score) AS score
+              FROM unnest(node_ids, scores) AS h(id, score)
+             GROUP BY h.id
+        ),
+        -- Every hit's path to its root, by primary key: the only nodes the merge can touch.
+        chain AS (
+            SELECT hit.id AS hit, hit.score, n.id AS node, n.parent_id, n.depth, n.child_count, 0 AS steps
+              FROM hit
+              JOIN hrag.nodes n ON n.document_id = doc AND n.id = hit.id
+            UNION ALL
+            SELECT c.hit, c.score, p.id, p.parent_id, p.depth, p.child_count, c.steps + 1
+              FROM chain c
+              JOIN hrag.nodes p ON p.document_id = doc AND p.id = c.parent_id
+        ),
+        cand AS MATERIALIZED (
+            SELECT DISTINCT c.node AS id, c.parent_id, c.depth, c.child_count FROM chain c
+        ),
+        -- Bottom-up, one row per level: the parents of the nodes at `level` are
+        -- decided once their children are final; a merged parent is covered.
+        state AS (
+            SELECT (SELECT max(cand.depth) FROM cand) AS level,
+                   ARRAY(SELECT DISTINCT chain.hit FROM chain) AS covered,
+                   '{}'::uuid[] AS merged,
+                   '{}'::real[] AS ratios
+            UNION ALL
+            SELECT s.level - 1,
+                   s.covered || coalesce(step.ids, '{}'),
+                   s.merged || coalesce(step.ids, '{}'),
+                   s.ratios || coalesce(step.ratios, '{}')
+              FROM state s
+              CROSS JOIN LATERAL (
+                  SELECT array_agg(g.parent_id) AS ids, array_agg(g.ratio) AS ratios
+                    FROM (SELECT c.parent_id, count(*)::real / max(p.child_count)::real AS ratio
+                            FROM cand c
+                            JOIN cand p ON p.id = c.parent_id
+                           WHERE c.depth = s.level
+                             AND c.id = ANY (s.covered)
+                             AND p.child_count > 0
+                           GROUP BY c.parent_id) AS g
+                   WHERE g.ratio >= merge_threshold
+              ) AS step
+             WHERE s.level > 0
+        ),
+        final AS (
+            SELECT s.covered, s.merged, s.ratios FROM state s ORDER BY s.level NULLS FIRST LIMIT 1
+        ),
+        -- Each hit ends up in the topmost covered node on its path; those nodes
+        -- are the result, and the hits below them are what they absorbed.
+        placed AS (
+            SELECT DISTINCT ON (c.hit) c.hit, c.score, c.node AS top
+              FROM chain c, final f
+             WHERE c.node = ANY (f.covered)
+             ORDER BY c.hit, c.steps DESC
+        ),
+        result AS (
+            SELECT pl.top,
+                   max(pl.score) AS score,
+                   coalesce(array_agg(pl.hit ORDER BY pl.score DESC, pl.hit) FILTER (WHERE pl.hit <> pl.top), '{}')
+                       AS merged_from
+              FROM placed pl
+             GROUP BY pl.top
+        )
+        SELECT n.id, n.depth, n.title, n.heading_path, n.seq, n.subtree_end, r.score, r.merged_from,
+               (SELECT m.ratio FROM final f, unnest(f.merged, f.ratios) AS m(id, ratio) WHERE m.id = r.top)
+                   AS hit_ratio,
+               n.subtree_tokens
+          FROM result r
+          JOIN hrag.nodes n ON n.document_id = doc AND n.id = r.top
+    LOOP
+        node_id := x.id;
+        document_id := doc;
+        depth := x.depth;
+        title := x.title;
+        heading_path := x.heading_path;
+        -- a statement of its own (see hrag._node_rows_document)
+        content := hrag._subtree_text(doc, x.seq, x.subtree_end);
+        score := x.score;
+        merged_from := x.merged_from;
+        hit_ratio := x.hit_ratio;
+        token_count := x.subtree_tokens;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+
+-- COMMENT: FUNCTION _auto_merge_document(doc uuid, node_ids uuid[], scores real[], merge_threshold real)
+COMMENT ON FUNCTION hrag._auto_merge_document(doc uuid, node_ids uuid[], scores real[], merge_threshold real) IS 'internal: per document (one shard on Citus), the recursive auto-merge of one document''s hits, not part of the API';
+
+-- FUNCTION: _auto_merge_each(uuid[], uuid[], real[], real)
+CREATE FUNCTION hrag._auto_merge_each(node_ids uuid[], document_ids uuid[], scores real[], merge_threshold real) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, token_count integer)
+    LANGUAGE plpgsql STABLE ROWS 10
+    AS $$
+DECLARE
+    this_doc   uuid;
+    doc_ids    uuid[];
+    doc_scores real[];
+BEGIN
+    FOR this_doc IN SELECT DISTINCT h.doc FROM unnest(document_ids) AS h(doc) WHERE h.doc IS NOT NULL LOOP
+        SELECT array_agg(h.id ORDER BY h.ord), array_agg(h.score ORDER BY h.ord) INTO doc_ids, doc_scores
+          FROM unnest(node_ids, document_ids, scores) WITH ORDINALITY AS h(id, doc, score, ord)
+         WHERE h.doc = this_doc;
+        -- a statement of its own, so Citus delegates it to the document's worker
+        RETURN QUERY SELECT * FROM hrag._auto_merge_document(this_doc, doc_ids, doc_scores, merge_threshold);
+    END LOOP;
+END
+$$;
+
+-- COMMENT: FUNCTION _auto_merge_each(node_ids uuid[], document_ids uuid[], scores real[], merge_threshold real)
+COMMENT ON FUNCTION hrag._auto_merge_each(node_ids uuid[], document_ids uuid[], scores real[], merge_threshold real) IS 'internal: hrag._auto_merge_document for each document of the hits, not part of the API';
+
+-- FUNCTION: _auto_merge_ranked(uuid[], uuid[], real[], real)
+CREATE FUNCTION hrag._auto_merge_ranked(node_ids uuid[], document_ids uuid[], scores real[], merge_threshold real) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer)
+    LANGUAGE plpgsql STABLE ROWS 10
+    AS $$
+BEGIN
+    PERFORM hrag._check_hits(node_ids, scores);
+    PERFORM hrag._check_threshold(merge_threshold);
+    RETURN QUERY
+    SELECT m.node_id, m.document_id, m.depth, m.title, m.heading_path, m.content, m.score, m.merged_from,
+           m.hit_ratio, (row_number() OVER (ORDER BY m.score DESC, m.depth, m.node_id))::integer, m.token_count
+      FROM hrag._auto_merge_each(node_ids, document_ids, scores, merge_threshold) AS m
+     ORDER BY m.score DESC, m.depth, m.node_id;
+END
+$$;
+
+-- COMMENT: FUNCTION _auto_merge_ranked(node_ids uuid[], document_ids uuid[], scores real[], merge_threshold real)
+COMMENT ON FUNCTION hrag._auto_merge_ranked(node_ids uuid[], document_ids uuid[], scores real[], merge_threshold real) IS 'internal: the auto-merge of hits with their documents, in rank order, not part of the API';
+
+-- FUNCTION: _budget_candidates_document(uuid, uuid[], real[], double precision[])
+CREATE FUNCTION hrag._budget_candidates_document(doc uuid, node_ids uuid[], scores real[], weights double precision[]) RETURNS TABLE(node_id uuid, document_id uuid, evidence double precision, best real, hits bigint, seq integer, subtree_end integer, subtree_tokens integer, child_count integer, depth integer)
+    LANGUAGE plpgsql STABLE ROWS 100
+    AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    WITH RECURSIVE
+    chain AS (
+        SELECT w.id AS hit, w.score, w.weight, n.id AS node, n.parent_id
+          FROM unnest(node_ids, scores, weights) AS w(id, score, weight)
+          JOIN hrag.nodes n ON n.document_id = doc AND n.id = w.id
+        UNION ALL
+        SELECT c.hit, c.score, c.weight, p.id, p.parent_id
+          FROM chain c
+          JOIN hrag.nodes p ON p.document_id = doc AND p.id = c.parent_id
+    ),
+    cand AS (
+        SELECT c.node, sum(c.weight) AS evidence, max(c.score) AS best, count(*) AS hits
+          FROM chain c
+         GROUP BY c.node
+    )
+    SELECT cand.node, doc, cand.evidence, cand.best, cand.hits, n.seq, n.subtree_end,
+           n.subtree_tokens, n.child_count, n.depth
+      FROM cand
+      JOIN hrag.nodes n ON n.document_id = doc AND n.id = cand.node;
+END
+$$;
+
+-- COMMENT: FUNCTION _budget_candidates_document(doc uuid, node_ids uuid[], scores real[], weights double precision[])
+COMMENT ON FUNCTION hrag._budget_candidates_document(doc uuid, node_ids uuid[], scores real[], weights double precision[]) IS 'internal: per document (one shard on Citus), the budget mode''s candidates on the hits'' paths, not part of the API';
+
+-- FUNCTION: _budget_candidates_each(uuid[], uuid[], real[], double precision[])
+CREATE FUNCTION hrag._budget_candidates_each(node_ids uuid[], document_ids uuid[], scores real[], weights double precision[]) RETURNS TABLE(node_id uuid, document_id uuid, evidence double precision, best real, hits bigint, seq integer, subtree_end integer, subtree_tokens integer, child_count integer, depth integer)
+    LANGUAGE plpgsql STABLE ROWS 100
+    AS $$
+DECLARE
+    this_doc    uuid;
+    doc_ids     uuid[];
+    doc_scores  real[];
+    doc_weights double precision[];
+BEGIN
+    FOR this_doc IN SELECT DISTINCT h.doc FROM unnest(document_ids) AS h(doc) WHERE h.doc IS NOT NULL LOOP
+        SELECT array_agg(h.id ORDER BY h.ord), array_agg(h.score ORDER BY h.ord), array_agg(h.weight ORDER BY h.ord)
+          INTO doc_ids, doc_scores, doc_weights
+          FROM unnest(node_ids, document_ids, scores, weights) WITH ORDINALITY AS h(id, doc, score, weight, ord)
+         WHERE h.doc = this_doc;
+        -- a statement of its own, so Citus delegates it to the document's worker
+        RETURN QUERY SELECT * FROM hrag._budget_candidates_document(this_doc, doc_ids, doc_scores, doc_weights);
+    END LOOP;
+END
+$$;
+
+-- COMMENT: FUNCTION _budget_candidates_each(node_ids uuid[], document_ids uuid[], scores real[], weights double precision[])
+COMMENT ON FUNCTION hrag._budget_candidates_each(node_ids uuid[], document_ids uuid[], scores real[], weights double precision[]) IS 'internal: hrag._budget_candidates_document for each document of the hits, not part of the API';
+
+-- FUNCTION: _budget_rows_document(uuid, uuid[], text[], uuid[], real[], boolean)
+CREATE FUNCTION hrag._budget_rows_document(doc uuid, picked_ids uuid[], picked_why text[], node_ids uuid[], scores real[], over_budget boolean) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, token_count integer, reason text)
+    LANGUAGE plpgsql STABLE ROWS 10
+    AS $$
+#variable_conflict use_column
+DECLARE
+    x record;
+BEGIN
+    FOR x IN
+        WITH hit AS (
+            SELECT n.id, n.seq, max(h.score) AS score
+              FROM unnest(node_ids, scores) AS h(id, score)
+              JOIN hrag.nodes n ON n.document_id = doc AND n.id = h.id
+             GROUP BY n.id, n.seq
+        ),
+        picked AS (
+            SELECT n.id, n.seq, n.subtree_end, pk.why
+              FROM unnest(picked_ids, picked_why) AS pk(id, why)
+              JOIN hrag.nodes n ON n.document_id = doc AND n.id = pk.id
+        ),
+        -- the hits inside each picked node, and how many of its children lead to one
+        absorbed AS (
+            SELECT p.id,
+                   max(hit.score) AS best,
+                   coalesce(array_agg(hit.id ORDER BY hit.score DESC, hit.id) FILTER (WHERE hit.id <> p.id), '{}')
+                       AS merged_from,
+                   count(*) AS hits_inside,
+                   count(DISTINCT child.id) AS children_hit
+              FROM picked p
+              JOIN hit ON hit.seq BETWEEN p.seq AND p.subtree_end
+              LEFT JOIN LATERAL (SELECT a.id FROM hrag.nodes a
+                                  WHERE a.parent_id = p.id AND a.document_id = doc
+                                    AND hit.seq BETWEEN a.seq AND a.subtree_end) AS child ON true
+             GROUP BY p.id
+        )
+        SELECT n.id, n.depth, n.title, n.heading_path, n.seq, n.subtree_end,
+               a.best::real AS best, a.merged_from,
+               CASE WHEN n.child_count > 0 THEN (a.children_hit::real / n.child_count)::real END AS hit_ratio,
+               n.subtree_tokens,
+               CASE WHEN over_budget THEN p.why
+                    WHEN p.why = 'hit' THEN 'direct hit'
+                    ELSE format('%s of %s children hit, %s hits inside', a.children_hit, n.child_count, a.hits_inside)
+               END AS reason
+          FROM picked p
+          JOIN absorbed a ON a.id = p.id
+          JOIN hrag.nodes n ON n.document_id = doc AND n.id = p.id
+    LOOP
+        node_id := x.id;
+        document_id := doc;
+        depth := x.depth;
+        title := x.title;
+        heading_path := x.heading_path;
+        -- a statement of its own (see hrag._node_rows_document)
+        content := hrag._subtree_text(doc, x.seq, x.subtree_end);
+        score := x.best;
+        merged_from := x.merged_from;
+        hit_ratio := x.hit_ratio;
+        token_count := x.subtree_tokens;
+        reason := x.reason;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+
+-- COMMENT: FUNCTION _budget_rows_document(doc uuid, picked_ids uuid[], picked_why text[], node_ids uuid[], scores real[], over_budget boolean)
+COMMENT ON FUNCTION hrag._budget_rows_document(doc uuid, picked_ids uuid[], picked_why text[], node_ids uuid[], scores real[], over_budget boolean) IS 'internal: per document (one shard on Citus), the chosen nodes with what they absorbed, not part of the API';
+
+-- FUNCTION: _budget_rows_each(uuid[], uuid[], text[], uuid[], uuid[], real[], boolean)
+CREATE FUNCTION hrag._budget_rows_each(picked_ids uuid[], picked_docs uuid[], picked_why text[], node_ids uuid[], document_ids uuid[], scores real[], over_budget boolean) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, token_count integer, reason text)
+    LANGUAGE plpgsql STABLE ROWS 10
+    AS $$
+DECLARE
+    this_doc   uuid;
+    doc_picked uuid[];
+    doc_why    text[];
+    doc_ids    uuid[];
+    doc_scores real[];
+BEGIN
+    FOR this_doc IN SELECT DISTINCT p.doc FROM unnest(picked_docs) AS p(doc) WHERE p.doc IS NOT NULL LOOP
+        SELECT array_agg(p.id ORDER BY p.ord), array_agg(p.why ORDER BY p.ord) INTO doc_picked, doc_why
+          FROM unnest(picked_ids, picked_docs, picked_why) WITH ORDINALITY AS p(id, doc, why, ord)
+         WHERE p.doc = this_doc;
+        SELECT coalesce(array_agg(h.id ORDER BY h.ord), '{}'), coalesce(array_agg(h.score ORDER BY h.ord), '{}')
+          INTO doc_ids, doc_scores
+          FROM unnest(node_ids, document_ids, scores) WITH ORDINALITY AS h(id, doc, score, ord)
+         WHERE h.doc = this_doc;
+        -- a statement of its own, so Citus delegates it to the document's worker
+        RETURN QUERY SELECT * FROM hrag._budget_rows_document(this_doc, doc_picked, doc_why, doc_ids, doc_scores,
+                                                              over_budget);
+    END LOOP;
+END
+$$;
+
+-- COMMENT: FUNCTION _budget_rows_each(picked_ids uuid[], picked_docs uuid[], picked_why text[], node_ids uuid[], document_ids uuid[], scores real[], over_budget boolean)
+COMMENT ON FUNCTION hrag._budget_rows_each(picked_ids uuid[], picked_docs uuid[], picked_why text[], node_ids uuid[], document_ids uuid[], scores real[], over_budget boolean) IS 'internal: hrag._budget_rows_document for each document of the chosen nodes, not part of the API';
+
 -- FUNCTION: _check_count(integer, text, integer)
 CREATE FUNCTION hrag._check_count(value integer, name text, max_value integer DEFAULT 1000) RETURNS void
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -128,6 +420,27 @@ $$;
 -- COMMENT: FUNCTION _create_vector_index()
 COMMENT ON FUNCTION hrag._create_vector_index() IS 'internal: the HNSW index definition, not part of the API';
 
+-- FUNCTION: _document_ids(uuid[])
+CREATE FUNCTION hrag._document_ids(node_ids uuid[]) RETURNS uuid[]
+    LANGUAGE plpgsql STABLE
+    AS $$
+DECLARE
+    found_ids  uuid[];
+    found_docs uuid[];
+BEGIN
+    SELECT array_agg(n.id), array_agg(n.document_id) INTO found_ids, found_docs
+      FROM hrag.nodes n
+     WHERE n.id = ANY (node_ids);
+    RETURN ARRAY(SELECT (SELECT f.doc FROM unnest(found_ids, found_docs) AS f(id, doc)
+                          WHERE f.id = h.id ORDER BY f.doc LIMIT 1)
+                   FROM unnest(node_ids) WITH ORDINALITY AS h(id, ord)
+                  ORDER BY h.ord);
+END
+$$;
+
+-- COMMENT: FUNCTION _document_ids(node_ids uuid[])
+COMMENT ON FUNCTION hrag._document_ids(node_ids uuid[]) IS 'internal: the document of each node id (NULL if unknown), not part of the API';
+
 -- FUNCTION: _drop_invalid_vector_indexes()
 CREATE FUNCTION hrag._drop_invalid_vector_indexes() RETURNS void
     LANGUAGE plpgsql
@@ -162,6 +475,323 @@ $$;
 -- COMMENT: FUNCTION _is_member_of(role_name name)
 COMMENT ON FUNCTION hrag._is_member_of(role_name name) IS 'internal: is the current user a member of this role (false for a dropped role); a policy helper without subqueries';
 
+-- FUNCTION: _node_rows_document(uuid, uuid[])
+CREATE FUNCTION hrag._node_rows_document(doc uuid, node_ids uuid[]) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, token_count integer, child_count integer)
+    LANGUAGE plpgsql STABLE ROWS 4
+    AS $$
+#variable_conflict use_column
+DECLARE
+    x record;
+BEGIN
+    FOR x IN
+        SELECT n.id, n.depth, n.title, n.heading_path, n.seq, n.subtree_end, n.subtree_tokens, n.child_count
+          FROM hrag.nodes n
+         WHERE n.document_id = doc AND n.id = ANY (node_ids)
+    LOOP
+        node_id := x.id;
+        document_id := doc;
+        depth := x.depth;
+        title := x.title;
+        heading_path := x.heading_path;
+        content := hrag._subtree_text(doc, x.seq, x.subtree_end);
+        token_count := x.subtree_tokens;
+        child_count := x.child_count;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+
+-- COMMENT: FUNCTION _node_rows_document(doc uuid, node_ids uuid[])
+COMMENT ON FUNCTION hrag._node_rows_document(doc uuid, node_ids uuid[]) IS 'internal: per document (one shard on Citus), nodes with their full text, not part of the API';
+
+-- FUNCTION: _node_rows_each(uuid[], uuid[])
+CREATE FUNCTION hrag._node_rows_each(node_ids uuid[], document_ids uuid[]) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, token_count integer, child_count integer)
+    LANGUAGE plpgsql STABLE ROWS 4
+    AS $$
+DECLARE
+    this_doc uuid;
+    doc_ids  uuid[];
+BEGIN
+    FOR this_doc IN SELECT DISTINCT h.doc FROM unnest(document_ids) AS h(doc) WHERE h.doc IS NOT NULL LOOP
+        doc_ids := ARRAY(SELECT h.id FROM unnest(node_ids, document_ids) WITH ORDINALITY AS h(id, doc, ord)
+                          WHERE h.doc = this_doc ORDER BY h.ord);
+        -- a statement of its own, so Citus delegates it to the document's worker
+        RETURN QUERY SELECT * FROM hrag._node_rows_document(this_doc, doc_ids);
+    END LOOP;
+END
+$$;
+
+-- COMMENT: FUNCTION _node_rows_each(node_ids uuid[], document_ids uuid[])
+COMMENT ON FUNCTION hrag._node_rows_each(node_ids uuid[], document_ids uuid[]) IS 'internal: hrag._node_rows_document for each document of the nodes, not part of the API';
+
+-- FUNCTION: _parent_child_hits(uuid[], uuid[], real[], integer, integer)
+CREATE FUNCTION hrag._parent_child_hits(node_ids uuid[], document_ids uuid[], scores real[], max_parents integer, top_k_children integer) RETURNS TABLE(node_id uuid, document_id uuid, title text, heading_path text[], content text, score real, matched_children uuid[], rank integer, token_count integer)
+    LANGUAGE plpgsql STABLE ROWS 4
+    AS $$
+#variable_conflict use_column
+DECLARE
+    parent    record;
+    hit_ord    bigint[];
+    hit_parent uuid[];
+    hit_doc    uuid[];
+    hit_seq    integer[];
+    hit_end    integer[];
+    kept_ids  uuid[] := '{}';
+    kept_doc  uuid[] := '{}';
+    kept_seq  integer[] := '{}';
+    kept_end  integer[] := '{}';
+    clashes  boolean;
+BEGIN
+    PERFORM hrag._check_hits(node_ids, scores);
+    PERFORM hrag._check_count(max_parents, 'max_parents');
+    IF top_k_children IS NOT NULL THEN
+        PERFORM hrag._check_count(top_k_children, 'top_k_children');
+    END IF;
+
+    -- each hit's parent, per document (unknown ids and roots have none)
+    SELECT coalesce(array_agg(m.ord), '{}'), coalesce(array_agg(m.parent_id), '{}'),
+           coalesce(array_agg(m.document_id), '{}'), coalesce(array_agg(m.seq), '{}'),
+           coalesce(array_agg(m.subtree_end), '{}')
+      INTO hit_ord, hit_parent, hit_doc, hit_seq, hit_end
+      FROM hrag._parents_each(node_ids, document_ids) AS m;
+
+    FOR parent IN
+        SELECT m.parent_id, min(m.ord) AS first_seen, m.document_id, m.seq, m.subtree_end
+          FROM unnest(hit_ord, hit_parent, hit_doc, hit_seq, hit_end)
+               AS m(ord, parent_id, document_id, seq, subtree_end)
+         GROUP BY m.parent_id, m.document_id, m.seq, m.subtree_end
+         ORDER BY first_seen
+    LOOP
+        clashes := false;
+        FOR i IN 1 .. cardinality(kept_ids) LOOP
+            IF kept_doc[i] = parent.document_id
+               AND (parent.seq BETWEEN kept_seq[i] AND kept_end[i] OR kept_seq[i] BETWEEN parent.seq AND parent.subtree_end) THEN
+                clashes := true;
+                EXIT;
+            END IF;
+        END LOOP;
+        CONTINUE WHEN clashes;
+        kept_ids := kept_ids || parent.parent_id;
+        kept_doc := kept_doc || parent.document_id;
+        kept_seq := kept_seq || parent.seq;
+        kept_end := kept_end || parent.subtree_end;
+        EXIT WHEN cardinality(kept_ids) >= max_parents;
+    END LOOP;
+
+    RETURN QUERY
+    WITH hit AS (
+        SELECT h.id, h.score, h.ord, m.parent_id
+          FROM unnest(node_ids, scores) WITH ORDINALITY AS h(id, score, ord)
+          JOIN unnest(hit_ord, hit_parent) AS m(ord, parent_id) ON m.ord = h.ord
+    ),
+    first_hit AS (
+        SELECT hit.*, min(hit.ord) OVER (PARTITION BY hit.parent_id) AS first_seen
+          FROM hit
+         WHERE hit.parent_id = ANY (kept_ids)
+    ),
+    picked AS (
+        SELECT f.parent_id,
+               min(f.first_seen) AS first_seen,
+               max(f.score) FILTER (WHERE f.ord <= coalesce(top_k_children, f.ord) OR f.ord = f.first_seen) AS best,
+               array_agg(f.id ORDER BY f.ord)
+                   FILTER (WHERE f.ord <= coalesce(top_k_children, f.ord) OR f.ord = f.first_seen) AS matched
+          FROM first_hit f
+         GROUP BY f.parent_id
+    )
+    SELECT p.node_id, p.document_id, p.title, p.heading_path, p.content,
+           picked.best, picked.matched,
+           (row_number() OVER (ORDER BY picked.first_seen))::integer,
+           p.token_count
+      FROM picked
+      JOIN hrag._node_rows_each(kept_ids, kept_doc) AS p ON p.node_id = picked.parent_id
+     ORDER BY picked.first_seen;
+END
+$$;
+
+-- COMMENT: FUNCTION _parent_child_hits(node_ids uuid[], document_ids uuid[], scores real[], max_parents integer, top_k_children integer)
+COMMENT ON FUNCTION hrag._parent_child_hits(node_ids uuid[], document_ids uuid[], scores real[], max_parents integer, top_k_children integer) IS 'internal: parent-child for hits with their documents, not part of the API';
+
+-- FUNCTION: _parents_document(uuid, uuid[], bigint[])
+CREATE FUNCTION hrag._parents_document(doc uuid, node_ids uuid[], ords bigint[]) RETURNS TABLE(document_id uuid, ord bigint, parent_id uuid, seq integer, subtree_end integer)
+    LANGUAGE plpgsql STABLE ROWS 30
+    AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    SELECT doc, h.ord, up.id, up.seq, up.subtree_end
+      FROM unnest(node_ids, ords) AS h(id, ord)
+      JOIN hrag.nodes n ON n.document_id = doc AND n.id = h.id
+      JOIN hrag.nodes p ON p.document_id = doc AND p.id = n.parent_id
+      JOIN hrag.nodes up ON up.document_id = doc
+                        AND up.id = CASE WHEN p.kind = 'group' THEN p.parent_id ELSE p.id END;
+END
+$$;
+
+-- COMMENT: FUNCTION _parents_document(doc uuid, node_ids uuid[], ords bigint[])
+COMMENT ON FUNCTION hrag._parents_document(doc uuid, node_ids uuid[], ords bigint[]) IS 'internal: per document (one shard on Citus), the parent each hit expands to, not part of the API';
+
+-- FUNCTION: _parents_each(uuid[], uuid[])
+CREATE FUNCTION hrag._parents_each(node_ids uuid[], document_ids uuid[]) RETURNS TABLE(document_id uuid, ord bigint, parent_id uuid, seq integer, subtree_end integer)
+    LANGUAGE plpgsql STABLE ROWS 30
+    AS $$
+DECLARE
+    this_doc uuid;
+    doc_ids  uuid[];
+    doc_ords bigint[];
+BEGIN
+    FOR this_doc IN SELECT DISTINCT h.doc FROM unnest(document_ids) AS h(doc) WHERE h.doc IS NOT NULL LOOP
+        SELECT array_agg(h.id ORDER BY h.ord), array_agg(h.ord ORDER BY h.ord) INTO doc_ids, doc_ords
+          FROM unnest(node_ids, document_ids) WITH ORDINALITY AS h(id, doc, ord)
+         WHERE h.doc = this_doc;
+        -- a statement of its own, so Citus delegates it to the document's worker
+        RETURN QUERY SELECT * FROM hrag._parents_document(this_doc, doc_ids, doc_ords);
+    END LOOP;
+END
+$$;
+
+-- COMMENT: FUNCTION _parents_each(node_ids uuid[], document_ids uuid[])
+COMMENT ON FUNCTION hrag._parents_each(node_ids uuid[], document_ids uuid[]) IS 'internal: hrag._parents_document for each document of the hits, not part of the API';
+
+-- FUNCTION: _retrieve_hits(uuid[], uuid[], real[], integer)
+CREATE FUNCTION hrag._retrieve_hits(node_ids uuid[], document_ids uuid[], scores real[], max_tokens integer) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer, reason text)
+    LANGUAGE plpgsql STABLE ROWS 10
+    AS $$
+#variable_conflict use_column
+DECLARE
+    sharpness     double precision := hrag._setting('hrag.auto_sharpness', 0.1);
+    size_exponent double precision := hrag._setting('hrag.auto_size_exponent', 0.5);
+    min_lift      double precision := hrag._setting('hrag.auto_min_lift', 2.0);
+    floor_share   double precision := hrag._setting('hrag.auto_floor', 0);
+    scope_tokens  double precision;
+    c             record;
+    sel_ids       uuid[] := '{}';
+    sel_doc       uuid[] := '{}';
+    sel_seq       integer[] := '{}';
+    sel_end       integer[] := '{}';
+    sel_tok       integer[] := '{}';
+    sel_why       text[] := '{}';
+    alive         boolean[] := '{}';
+    inside        boolean;
+    below_tokens  integer;
+    below_any     boolean;
+    used          integer := 0;
+    first_priority double precision;
+    over_budget   boolean := false;
+    hit_ids       uuid[];
+    hit_docs      uuid[];
+    hit_scores    real[];
+    hit_weights   double precision[];
+    total_weight  double precision;
+    sel_docs      uuid[];
+BEGIN
+    PERFORM hrag._check_hits(node_ids, scores);
+    IF max_tokens IS NULL OR max_tokens < 1 OR max_tokens > 100000 THEN
+        RAISE EXCEPTION 'hrag: argument "max_tokens" must be between 1 and 100000, got %',
+            coalesce(max_tokens::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    -- The size of what was searched: the stored tokens of the hits' collections.
+    SELECT greatest(coalesce(sum(d.total_tokens), 0), 1) INTO scope_tokens
+      FROM hrag.documents d
+     WHERE d.collection IN (SELECT h.collection FROM hrag.documents h WHERE h.id = ANY (document_ids));
+
+    -- The hits (a duplicate id keeps its best score) and their weights; the
+    -- ancestor climb runs per document (hrag._budget_candidates_document).
+    WITH hit AS (
+        SELECT h.id, max(h.score) AS score FROM unnest(node_ids, scores) AS h(id, score) GROUP BY h.id
+    ),
+    weighted AS (
+        SELECT hit.id, hit.score,
+               exp(greatest((hit.score - max(hit.score) OVER ())::double precision / sharpness, -50)) AS weight
+          FROM hit
+    )
+    SELECT array_agg(w.id), array_agg(w.score), array_agg(w.weight), (SELECT sum(w.weight) FROM weighted w)
+      INTO hit_ids, hit_scores, hit_weights, total_weight
+      FROM weighted w;
+    hit_docs := ARRAY(SELECT (SELECT d.doc FROM unnest(node_ids, document_ids) AS d(id, doc)
+                               WHERE d.id = h.id AND d.doc IS NOT NULL LIMIT 1)
+                        FROM unnest(hit_ids) WITH ORDINALITY AS h(id, ord)
+                       ORDER BY h.ord);
+
+    FOR c IN
+        SELECT cand.node_id AS node, cand.evidence, cand.best, cand.hits, cand.document_id, cand.seq,
+               cand.subtree_end, cand.subtree_tokens, cand.child_count, cand.depth,
+               cand.evidence / power(greatest(cand.subtree_tokens, 1), size_exponent) AS priority,
+               -- share of the evidence over share of the searched text: 1 = no better than chance
+               (cand.evidence / total_weight)
+                   / (greatest(cand.subtree_tokens, 1) / scope_tokens) AS lift
+          FROM hrag._budget_candidates_each(hit_ids, hit_docs, hit_scores, hit_weights) AS cand
+         ORDER BY priority DESC, cand.best DESC, cand.depth DESC, cand.node_id
+    LOOP
+        EXIT WHEN floor_share > 0 AND first_priority IS NOT NULL AND c.priority < floor_share * first_priority;
+        CONTINUE WHEN c.lift < min_lift;
+        CONTINUE WHEN c.subtree_tokens > max_tokens;
+        inside := false;
+        below_tokens := 0;
+        below_any := false;
+        FOR i IN 1 .. cardinality(sel_ids) LOOP
+            CONTINUE WHEN NOT alive[i] OR sel_doc[i] <> c.document_id;
+            IF c.seq BETWEEN sel_seq[i] AND sel_end[i] THEN
+                inside := true;
+                EXIT;
+            END IF;
+            IF sel_seq[i] BETWEEN c.seq AND c.subtree_end THEN
+                below_tokens := below_tokens + sel_tok[i];
+                below_any := true;
+            END IF;
+        END LOOP;
+        CONTINUE WHEN inside;
+        CONTINUE WHEN used - below_tokens + c.subtree_tokens > max_tokens;
+        IF below_any THEN
+            -- the node replaces the taken nodes inside it
+            FOR i IN 1 .. cardinality(sel_ids) LOOP
+                IF alive[i] AND sel_doc[i] = c.document_id AND sel_seq[i] BETWEEN c.seq AND c.subtree_end THEN
+                    alive[i] := false;
+                END IF;
+            END LOOP;
+        END IF;
+        used := used - below_tokens + c.subtree_tokens;
+        first_priority := coalesce(first_priority, c.priority);
+        sel_ids := sel_ids || c.node;
+        sel_doc := sel_doc || c.document_id;
+        sel_seq := sel_seq || c.seq;
+        sel_end := sel_end || c.subtree_end;
+        sel_tok := sel_tok || c.subtree_tokens;
+        alive := alive || true;
+        sel_why := sel_why || CASE WHEN c.hits = 1 AND c.child_count = 0 THEN 'hit' ELSE 'merged' END;
+    END LOOP;
+
+    sel_why := ARRAY(SELECT w FROM unnest(sel_why, alive) WITH ORDINALITY AS x(w, a, i) WHERE a ORDER BY i);
+    sel_ids := ARRAY(SELECT v FROM unnest(sel_ids, alive) WITH ORDINALITY AS x(v, a, i) WHERE a ORDER BY i);
+    sel_docs := ARRAY(SELECT v FROM unnest(sel_doc, alive) WITH ORDINALITY AS x(v, a, i) WHERE a ORDER BY i);
+
+    IF cardinality(sel_ids) = 0 THEN
+        -- No candidate was worth taking (or fitted): the best hit that fits, so a
+        -- hit never yields nothing; if none fits, the best hit alone, flagged.
+        SELECT ARRAY[n.id], ARRAY[n.document_id],
+               ARRAY[CASE WHEN n.subtree_tokens <= max_tokens THEN 'hit'
+                          ELSE 'over budget: the best hit alone is larger than max_tokens' END],
+               n.subtree_tokens > max_tokens
+          INTO sel_ids, sel_docs, sel_why, over_budget
+          FROM unnest(node_ids, document_ids, scores) AS h(id, doc, score)
+          JOIN hrag.nodes n ON n.document_id = h.doc AND n.id = h.id
+         ORDER BY n.subtree_tokens > max_tokens, h.score DESC, n.id
+         LIMIT 1;
+    END IF;
+
+    RETURN QUERY
+    SELECT r.node_id, r.document_id, r.depth, r.title, r.heading_path, r.content, r.score, r.merged_from,
+           r.hit_ratio, (row_number() OVER (ORDER BY r.score DESC, r.depth, r.node_id))::integer,
+           r.token_count, r.reason
+      FROM hrag._budget_rows_each(sel_ids, sel_docs, sel_why, node_ids, document_ids, scores, over_budget) AS r
+     ORDER BY r.score DESC, r.depth, r.node_id;
+END
+$$;
+
+-- COMMENT: FUNCTION _retrieve_hits(node_ids uuid[], document_ids uuid[], scores real[], max_tokens integer)
+COMMENT ON FUNCTION hrag._retrieve_hits(node_ids uuid[], document_ids uuid[], scores real[], max_tokens integer) IS 'internal: the budget mode for hits with their documents, not part of the API';
+
 -- FUNCTION: _setting(text, double precision)
 CREATE FUNCTION hrag._setting(name text, default_value double precision) RETURNS double precision
     LANGUAGE sql STABLE
@@ -190,25 +820,33 @@ COMMENT ON FUNCTION hrag._subtree_text(document_id uuid, first_seq integer, last
 
 -- FUNCTION: _term_weights(text[], text)
 CREATE FUNCTION hrag._term_weights(terms text[], collection text) RETURNS TABLE(term text, df bigint, idf real)
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE ROWS 10
     AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
     WITH n AS (
         SELECT greatest(coalesce(sum(d.search_targets), 0), 1) AS leaves
           FROM hrag.documents d
          WHERE _term_weights.collection IS NULL OR d.collection = _term_weights.collection
     ),
+    present AS (
+        SELECT t.term, sum(t.leaves) AS df
+          FROM hrag.document_terms t
+         WHERE t.term = ANY (terms)
+           AND (_term_weights.collection IS NULL OR t.collection = _term_weights.collection)
+         GROUP BY t.term
+    ),
     freq AS (
-        SELECT q.term,
-               (SELECT coalesce(sum(t.leaves), 0)
-                  FROM hrag.document_terms t
-                 WHERE t.term = q.term
-                   AND (_term_weights.collection IS NULL OR t.collection = _term_weights.collection)) AS df
+        SELECT q.term, coalesce(p.df, 0) AS df
           FROM unnest(terms) AS q(term)
+          LEFT JOIN present p ON p.term = q.term
     )
     SELECT f.term, f.df, ln(1.0 + (n.leaves - f.df + 0.5) / (f.df + 0.5))::real
       FROM freq f, n
      WHERE f.df > 0
-     ORDER BY f.df, f.term
+     ORDER BY f.df, f.term;
+END
 $$;
 
 -- COMMENT: FUNCTION _term_weights(terms text[], collection text)
@@ -236,13 +874,14 @@ CREATE FUNCTION hrag.auto_merge(query public.vector, top_k integer DEFAULT 12, m
     LANGUAGE sql STABLE ROWS 10
     AS $$
     WITH hits AS (
-        SELECT s.node_id, s.score
+        SELECT s.node_id, s.document_id, s.score
           FROM hrag.search_leaves(query, top_k, collection, filter) AS s
     )
     SELECT m.*
-      FROM hrag.auto_merge_hits(ARRAY(SELECT h.node_id FROM hits h ORDER BY h.score DESC, h.node_id),
-                                ARRAY(SELECT h.score FROM hits h ORDER BY h.score DESC, h.node_id),
-                                merge_threshold) AS m
+      FROM hrag._auto_merge_ranked(ARRAY(SELECT h.node_id FROM hits h ORDER BY h.score DESC, h.node_id),
+                                   ARRAY(SELECT h.document_id FROM hits h ORDER BY h.score DESC, h.node_id),
+                                   ARRAY(SELECT h.score FROM hits h ORDER BY h.score DESC, h.node_id),
+                                   merge_threshold) AS m
      ORDER BY m.rank
 $$;
 
@@ -251,85 +890,13 @@ COMMENT ON FUNCTION hrag.auto_merge(query public.vector, top_k integer, merge_th
 
 -- FUNCTION: auto_merge_hits(uuid[], real[], real)
 CREATE FUNCTION hrag.auto_merge_hits(node_ids uuid[], scores real[], merge_threshold real DEFAULT 0.5) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer)
-    LANGUAGE sql STABLE ROWS 10
+    LANGUAGE plpgsql STABLE ROWS 10
     AS $$
-    WITH RECURSIVE
-    -- A duplicate id keeps its best score; unknown ids drop out at the first join.
-    hit AS (
-        SELECT h.id, max(h.score) AS score
-          FROM unnest(node_ids, scores) AS h(id, score)
-         GROUP BY h.id
-    ),
-    -- Every hit's path to its root, by primary key: the only nodes the merge can touch.
-    chain AS (
-        SELECT hit.id AS hit, hit.score, n.id AS node, n.parent_id, n.depth, n.child_count, 0 AS steps
-          FROM hit
-          JOIN hrag.nodes n ON n.id = hit.id
-        UNION ALL
-        SELECT c.hit, c.score, p.id, p.parent_id, p.depth, p.child_count, c.steps + 1
-          FROM chain c
-          JOIN hrag.nodes p ON p.id = c.parent_id
-    ),
-    cand AS MATERIALIZED (
-        SELECT DISTINCT c.node AS id, c.parent_id, c.depth, c.child_count FROM chain c
-    ),
-    -- Bottom-up, one row per level: the parents of the nodes at `level` are
-    -- decided once their children are final; a merged parent is covered.
-    state AS (
-        SELECT (SELECT max(cand.depth) FROM cand) AS level,
-               ARRAY(SELECT DISTINCT chain.hit FROM chain) AS covered,
-               '{}'::uuid[] AS merged,
-               '{}'::real[] AS ratios
-        UNION ALL
-        SELECT s.level - 1,
-               s.covered || coalesce(step.ids, '{}'),
-               s.merged || coalesce(step.ids, '{}'),
-               s.ratios || coalesce(step.ratios, '{}')
-          FROM state s
-          CROSS JOIN LATERAL (
-              SELECT array_agg(g.parent_id) AS ids, array_agg(g.ratio) AS ratios
-                FROM (SELECT c.parent_id, count(*)::real / max(p.child_count)::real AS ratio
-                        FROM cand c
-                        JOIN cand p ON p.id = c.parent_id
-                       WHERE c.depth = s.level
-                         AND c.id = ANY (s.covered)
-                         AND p.child_count > 0
-                       GROUP BY c.parent_id) AS g
-               WHERE g.ratio >= merge_threshold
-          ) AS step
-         WHERE s.level > 0
-    ),
-    final AS (
-        SELECT s.covered, s.merged, s.ratios FROM state s ORDER BY s.level NULLS FIRST LIMIT 1
-    ),
-    -- Each hit ends up in the topmost covered node on its path; those nodes
-    -- are the result, and the hits below them are what they absorbed.
-    placed AS (
-        SELECT DISTINCT ON (c.hit) c.hit, c.score, c.node AS top
-          FROM chain c, final f
-         WHERE c.node = ANY (f.covered)
-         ORDER BY c.hit, c.steps DESC
-    ),
-    result AS (
-        SELECT pl.top,
-               max(pl.score) AS score,
-               coalesce(array_agg(pl.hit ORDER BY pl.score DESC, pl.hit) FILTER (WHERE pl.hit <> pl.top), '{}')
-                   AS merged_from
-          FROM placed pl
-         GROUP BY pl.top
-    )
-    SELECT n.id, n.document_id, n.depth, n.title, n.heading_path,
-           hrag._subtree_text(n.document_id, n.seq, n.subtree_end),
-           r.score, r.merged_from,
-           (SELECT m.ratio FROM final f, unnest(f.merged, f.ratios) AS m(id, ratio) WHERE m.id = r.top),
-           (row_number() OVER (ORDER BY r.score DESC, n.depth, n.id))::integer,
-           n.subtree_tokens
-      FROM result r
-      JOIN hrag.nodes n ON n.id = r.top
-     -- The argument checks: a constant qual of the top query, evaluated once
-     -- before any row (a CTE the plan never reads from would never run them).
-     WHERE hrag._check_hits(node_ids, scores) AND hrag._check_threshold(merge_threshold)
-     ORDER BY r.score DESC, n.depth, n.id
+BEGIN
+    PERFORM hrag._check_hits(node_ids, scores);
+    RETURN QUERY
+    SELECT * FROM hrag._auto_merge_ranked(node_ids, hrag._document_ids(node_ids), scores, merge_threshold);
+END
 $$;
 
 -- COMMENT: FUNCTION auto_merge_hits(node_ids uuid[], scores real[], merge_threshold real)
@@ -337,8 +904,11 @@ COMMENT ON FUNCTION hrag.auto_merge_hits(node_ids uuid[], scores real[], merge_t
 
 -- FUNCTION: check_integrity()
 CREATE FUNCTION hrag.check_integrity() RETURNS TABLE(problem text, document_id uuid, node_id uuid, detail text)
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
     -- the ANN index (a crashed bulk load can leave none)
     SELECT 'vector_index_' || s.state, NULL::uuid, NULL::uuid,
            CASE s.state
@@ -366,15 +936,16 @@ CREATE FUNCTION hrag.check_integrity() RETURNS TABLE(problem text, document_id u
     SELECT 'wrong_child_count', n.document_id, n.id,
            format('child_count is %s, the node has %s children', n.child_count, coalesce(c.actual, 0))
       FROM hrag.nodes n
-      LEFT JOIN (SELECT parent_id, count(*) AS actual FROM hrag.nodes GROUP BY parent_id) c
-             ON c.parent_id = n.id
+      LEFT JOIN (SELECT k.document_id, k.parent_id, count(*) AS actual FROM hrag.nodes k
+                  GROUP BY k.document_id, k.parent_id) c
+             ON c.document_id = n.document_id AND c.parent_id = n.id
      WHERE n.child_count <> coalesce(c.actual, 0)
     UNION ALL
     -- depth (normally guaranteed by the parent FK)
     SELECT 'wrong_depth', n.document_id, n.id,
            format('depth is %s, its parent''s is %s', n.depth, p.depth)
       FROM hrag.nodes n
-      JOIN hrag.nodes p ON p.id = n.parent_id
+      JOIN hrag.nodes p ON p.document_id = n.document_id AND p.id = n.parent_id
      WHERE n.depth <> p.depth + 1
     UNION ALL
     -- pre-order ranges: a root starts at 0; a first child right after its
@@ -384,15 +955,21 @@ CREATE FUNCTION hrag.check_integrity() RETURNS TABLE(problem text, document_id u
            format('seq %s / subtree_end %s, expected %s / %s', n.seq, n.subtree_end,
                   expected.seq, expected.subtree_end)
       FROM hrag.nodes n
+      LEFT JOIN hrag.nodes p ON p.document_id = n.document_id AND p.id = n.parent_id
+      LEFT JOIN (SELECT s.document_id, s.parent_id, s.position, max(s.subtree_end) AS subtree_end
+                   FROM hrag.nodes s GROUP BY s.document_id, s.parent_id, s.position) AS previous
+             ON previous.document_id = n.document_id AND previous.parent_id = n.parent_id
+            AND previous.position = n.position - 1
+      LEFT JOIN (SELECT c.document_id, c.parent_id, max(c.subtree_end) AS subtree_end
+                   FROM hrag.nodes c GROUP BY c.document_id, c.parent_id) AS last_child
+             ON last_child.document_id = n.document_id AND last_child.parent_id = n.id
       CROSS JOIN LATERAL (
           SELECT CASE
                      WHEN n.parent_id IS NULL THEN 0
-                     WHEN n.position = 0 THEN (SELECT max(p.seq) + 1 FROM hrag.nodes p WHERE p.id = n.parent_id)
-                     ELSE (SELECT max(s.subtree_end) + 1 FROM hrag.nodes s
-                            WHERE s.parent_id = n.parent_id AND s.position = n.position - 1)
+                     WHEN n.position = 0 THEN p.seq + 1
+                     ELSE previous.subtree_end + 1
                  END AS seq,
-                 coalesce((SELECT max(c.subtree_end) FROM hrag.nodes c WHERE c.parent_id = n.id), n.seq)
-                     AS subtree_end
+                 coalesce(last_child.subtree_end, n.seq) AS subtree_end
       ) AS expected
      WHERE n.seq IS DISTINCT FROM expected.seq OR n.subtree_end IS DISTINCT FROM expected.subtree_end
     UNION ALL
@@ -402,7 +979,8 @@ CREATE FUNCTION hrag.check_integrity() RETURNS TABLE(problem text, document_id u
       FROM hrag.nodes n
      WHERE n.embedding IS NULL
        AND n.depth > 0
-       AND NOT EXISTS (SELECT 1 FROM hrag.nodes c WHERE c.parent_id = n.id)
+       AND NOT EXISTS (SELECT 1 FROM hrag.nodes c WHERE c.document_id = n.document_id AND c.parent_id = n.id);
+END
 $$;
 
 -- COMMENT: FUNCTION check_integrity()
@@ -521,21 +1099,32 @@ BEGIN
     END LOOP;
 
     -- Per-document functions run where the document lives: a call is
-    -- delegated to the worker holding the shard of its document_id argument
-    -- (the per-document retrieval steps the coordinator calls join this list).
-    IF NOT EXISTS (SELECT 1 FROM pg_dist_object
-                    WHERE objid = 'hrag.node_text(uuid, uuid)'::regprocedure
-                      AND distribution_argument_index IS NOT NULL AND force_delegation) THEN
-        -- force_delegation: also inside transaction blocks (every SQLAlchemy
-        -- read is one); safe because the function only reads its document.
-        PERFORM create_distributed_function('hrag.node_text(uuid, uuid)'::regprocedure, 'document_id',
-                                            colocate_with => 'hrag.nodes', force_delegation => true);
-        action := 'distributed';
-    ELSE
-        action := 'already distributed';
-    END IF;
-    table_name := 'hrag.node_text(uuid, uuid)'; distribution := 'by document_id, colocated with hrag.nodes';
-    RETURN NEXT;
+    -- delegated to the worker holding the shard of its document argument.
+    FOR spec IN
+        SELECT * FROM (VALUES (1, 'hrag.node_text(uuid, uuid)', 'document_id'),
+                              (2, 'hrag._node_rows_document(uuid, uuid[])', 'doc'),
+                              (3, 'hrag._auto_merge_document(uuid, uuid[], real[], real)', 'doc'),
+                              (4, 'hrag._parents_document(uuid, uuid[], bigint[])', 'doc'),
+                              (5, 'hrag._budget_candidates_document(uuid, uuid[], real[], double precision[])', 'doc'),
+                              (6, 'hrag._budget_rows_document(uuid, uuid[], text[], uuid[], real[], boolean)', 'doc'))
+                       AS s(ord, fn, arg)
+         ORDER BY ord
+    LOOP
+        IF NOT EXISTS (SELECT 1 FROM pg_dist_object
+                        WHERE objid = spec.fn::regprocedure
+                          AND distribution_argument_index IS NOT NULL AND force_delegation) THEN
+            -- force_delegation: also inside transaction blocks (every SQLAlchemy
+            -- read is one) and from the coordinator's loops; safe because the
+            -- function only reads its document.
+            PERFORM create_distributed_function(spec.fn::regprocedure, spec.arg,
+                                                colocate_with => 'hrag.nodes', force_delegation => true);
+            action := 'distributed';
+        ELSE
+            action := 'already distributed';
+        END IF;
+        table_name := spec.fn; distribution := 'by ' || spec.arg || ', colocated with hrag.nodes';
+        RETURN NEXT;
+    END LOOP;
 END
 $$;
 
@@ -601,11 +1190,21 @@ COMMENT ON FUNCTION hrag.node_lexical_terms(heading_path text[], content text, m
 
 -- FUNCTION: node_text(uuid)
 CREATE FUNCTION hrag.node_text(node_id uuid) RETURNS text
-    LANGUAGE sql STABLE PARALLEL SAFE
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
     AS $$
-    SELECT hrag._subtree_text(n.document_id, n.seq, n.subtree_end)
+DECLARE
+    doc       uuid;
+    first_seq integer;
+    last_seq  integer;
+BEGIN
+    SELECT n.document_id, n.seq, n.subtree_end INTO doc, first_seq, last_seq
       FROM hrag.nodes n
-     WHERE n.id = node_text.node_id
+     WHERE n.id = node_text.node_id;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    RETURN hrag._subtree_text(doc, first_seq, last_seq);
+END
 $$;
 
 -- COMMENT: FUNCTION node_text(node_id uuid)
@@ -642,19 +1241,21 @@ CREATE FUNCTION hrag.parent_child(query public.vector, top_k_children integer DE
 #variable_conflict use_column
 DECLARE
     ids    uuid[];
+    docs   uuid[];
     sims   real[];
 BEGIN
     PERFORM hrag._check_query(query, filter);
     PERFORM hrag._check_count(top_k_children, 'top_k_children');
     PERFORM hrag._check_count(max_parents, 'max_parents');
+    -- search_leaves returns each leaf's parent_id: roots (no parent) drop out here
     SELECT coalesce(array_agg(s.node_id ORDER BY s.score DESC, s.node_id), '{}'),
+           coalesce(array_agg(s.document_id ORDER BY s.score DESC, s.node_id), '{}'),
            coalesce(array_agg(s.score ORDER BY s.score DESC, s.node_id), '{}')
-      INTO ids, sims
+      INTO ids, docs, sims
       FROM hrag.search_leaves(query, least(greatest(top_k_children, 10 * max_parents), 1000), collection, filter) AS s
-      JOIN hrag.nodes n ON n.id = s.node_id
-     WHERE n.parent_id IS NOT NULL
+     WHERE s.parent_id IS NOT NULL
        AND (min_score IS NULL OR s.score >= min_score);
-    RETURN QUERY SELECT * FROM hrag.parent_child_hits(ids, sims, max_parents, top_k_children);
+    RETURN QUERY SELECT * FROM hrag._parent_child_hits(ids, docs, sims, max_parents, top_k_children);
 END
 $$;
 
@@ -665,81 +1266,11 @@ COMMENT ON FUNCTION hrag.parent_child(query public.vector, top_k_children intege
 CREATE FUNCTION hrag.parent_child_hits(node_ids uuid[], scores real[], max_parents integer DEFAULT 4, top_k_children integer DEFAULT NULL::integer) RETURNS TABLE(node_id uuid, document_id uuid, title text, heading_path text[], content text, score real, matched_children uuid[], rank integer, token_count integer)
     LANGUAGE plpgsql STABLE ROWS 4
     AS $$
-#variable_conflict use_column
-DECLARE
-    parent    record;
-    kept_ids  uuid[] := '{}';
-    kept_doc  uuid[] := '{}';
-    kept_seq  integer[] := '{}';
-    kept_end  integer[] := '{}';
-    clashes  boolean;
 BEGIN
     PERFORM hrag._check_hits(node_ids, scores);
-    PERFORM hrag._check_count(max_parents, 'max_parents');
-    IF top_k_children IS NOT NULL THEN
-        PERFORM hrag._check_count(top_k_children, 'top_k_children');
-    END IF;
-
-    FOR parent IN
-        WITH hit AS (
-            SELECT h.id, h.score, h.ord,
-                   CASE WHEN p.kind = 'group' THEN p.parent_id ELSE p.id END AS parent_id
-              FROM unnest(node_ids, scores) WITH ORDINALITY AS h(id, score, ord)
-              JOIN hrag.nodes n ON n.id = h.id
-              JOIN hrag.nodes p ON p.id = n.parent_id
-        )
-        SELECT h.parent_id, min(h.ord) AS first_seen, n.document_id, n.seq, n.subtree_end
-          FROM hit h
-          JOIN hrag.nodes n ON n.id = h.parent_id
-         GROUP BY h.parent_id, n.document_id, n.seq, n.subtree_end
-         ORDER BY first_seen
-    LOOP
-        clashes := false;
-        FOR i IN 1 .. cardinality(kept_ids) LOOP
-            IF kept_doc[i] = parent.document_id
-               AND (parent.seq BETWEEN kept_seq[i] AND kept_end[i] OR kept_seq[i] BETWEEN parent.seq AND parent.subtree_end) THEN
-                clashes := true;
-                EXIT;
-            END IF;
-        END LOOP;
-        CONTINUE WHEN clashes;
-        kept_ids := kept_ids || parent.parent_id;
-        kept_doc := kept_doc || parent.document_id;
-        kept_seq := kept_seq || parent.seq;
-        kept_end := kept_end || parent.subtree_end;
-        EXIT WHEN cardinality(kept_ids) >= max_parents;
-    END LOOP;
-
     RETURN QUERY
-    WITH hit AS (
-        SELECT h.id, h.score, h.ord,
-               CASE WHEN p.kind = 'group' THEN p.parent_id ELSE p.id END AS parent_id
-          FROM unnest(node_ids, scores) WITH ORDINALITY AS h(id, score, ord)
-          JOIN hrag.nodes n ON n.id = h.id
-          JOIN hrag.nodes p ON p.id = n.parent_id
-    ),
-    first_hit AS (
-        SELECT hit.*, min(hit.ord) OVER (PARTITION BY hit.parent_id) AS first_seen
-          FROM hit
-         WHERE hit.parent_id = ANY (kept_ids)
-    ),
-    picked AS (
-        SELECT f.parent_id,
-               min(f.first_seen) AS first_seen,
-               max(f.score) FILTER (WHERE f.ord <= coalesce(top_k_children, f.ord) OR f.ord = f.first_seen) AS best,
-               array_agg(f.id ORDER BY f.ord)
-                   FILTER (WHERE f.ord <= coalesce(top_k_children, f.ord) OR f.ord = f.first_seen) AS matched
-          FROM first_hit f
-         GROUP BY f.parent_id
-    )
-    SELECT p.id, p.document_id, p.title, p.heading_path,
-           hrag._subtree_text(p.document_id, p.seq, p.subtree_end),
-           picked.best, picked.matched,
-           (row_number() OVER (ORDER BY picked.first_seen))::integer,
-           p.subtree_tokens
-      FROM picked
-      JOIN hrag.nodes p ON p.id = picked.parent_id
-     ORDER BY picked.first_seen;
+    SELECT * FROM hrag._parent_child_hits(node_ids, hrag._document_ids(node_ids), scores, max_parents,
+                                          top_k_children);
 END
 $$;
 
@@ -854,13 +1385,14 @@ CREATE FUNCTION hrag.retrieve(query public.vector, query_text text DEFAULT NULL:
     LANGUAGE sql STABLE ROWS 10
     AS $$
     WITH hits AS (
-        SELECT s.node_id, s.score
+        SELECT s.node_id, s.document_id, s.score
           FROM hrag.search_hybrid(query, query_text, top_k, collection, filter, lexical_weight) AS s
     )
     SELECT r.*
-      FROM hrag.retrieve_hits(ARRAY(SELECT h.node_id FROM hits h ORDER BY h.score DESC, h.node_id),
-                              ARRAY(SELECT h.score FROM hits h ORDER BY h.score DESC, h.node_id),
-                              max_tokens) AS r
+      FROM hrag._retrieve_hits(ARRAY(SELECT h.node_id FROM hits h ORDER BY h.score DESC, h.node_id),
+                               ARRAY(SELECT h.document_id FROM hits h ORDER BY h.score DESC, h.node_id),
+                               ARRAY(SELECT h.score FROM hits h ORDER BY h.score DESC, h.node_id),
+                               max_tokens) AS r
      ORDER BY r.rank
 $$;
 
@@ -871,169 +1403,9 @@ COMMENT ON FUNCTION hrag.retrieve(query public.vector, query_text text, max_toke
 CREATE FUNCTION hrag.retrieve_hits(node_ids uuid[], scores real[], max_tokens integer DEFAULT 2000) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer, reason text)
     LANGUAGE plpgsql STABLE ROWS 10
     AS $$
-#variable_conflict use_column
-DECLARE
-    sharpness     double precision := hrag._setting('hrag.auto_sharpness', 0.1);
-    size_exponent double precision := hrag._setting('hrag.auto_size_exponent', 0.5);
-    min_lift      double precision := hrag._setting('hrag.auto_min_lift', 2.0);
-    floor_share   double precision := hrag._setting('hrag.auto_floor', 0);
-    scope_tokens  double precision;
-    c             record;
-    sel_ids       uuid[] := '{}';
-    sel_doc       uuid[] := '{}';
-    sel_seq       integer[] := '{}';
-    sel_end       integer[] := '{}';
-    sel_tok       integer[] := '{}';
-    sel_why       text[] := '{}';
-    alive         boolean[] := '{}';
-    inside        boolean;
-    below_tokens  integer;
-    below_any     boolean;
-    used          integer := 0;
-    first_priority double precision;
-    over_budget   boolean := false;
 BEGIN
     PERFORM hrag._check_hits(node_ids, scores);
-    IF max_tokens IS NULL OR max_tokens < 1 OR max_tokens > 100000 THEN
-        RAISE EXCEPTION 'hrag: argument "max_tokens" must be between 1 and 100000, got %',
-            coalesce(max_tokens::text, 'NULL')
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-
-    -- The size of what was searched: the stored tokens of the hits' collections.
-    SELECT greatest(coalesce(sum(d.total_tokens), 0), 1) INTO scope_tokens
-      FROM hrag.documents d
-     WHERE d.collection IN (SELECT n.collection FROM hrag.nodes n WHERE n.id = ANY (node_ids));
-
-    FOR c IN
-        WITH RECURSIVE
-        hit AS (
-            SELECT h.id, max(h.score) AS score FROM unnest(node_ids, scores) AS h(id, score) GROUP BY h.id
-        ),
-        weighted AS (
-            SELECT hit.id, hit.score,
-                   exp(greatest((hit.score - max(hit.score) OVER ())::double precision / sharpness, -50)) AS weight
-              FROM hit
-        ),
-        chain AS (
-            SELECT w.id AS hit, w.score, w.weight, n.id AS node, n.parent_id
-              FROM weighted w
-              JOIN hrag.nodes n ON n.id = w.id
-            UNION ALL
-            SELECT c.hit, c.score, c.weight, p.id, p.parent_id
-              FROM chain c
-              JOIN hrag.nodes p ON p.id = c.parent_id
-        ),
-        cand AS (
-            SELECT c.node, sum(c.weight) AS evidence, max(c.score) AS best, count(*) AS hits
-              FROM chain c
-             GROUP BY c.node
-        )
-        SELECT cand.node, cand.evidence, cand.best, cand.hits, n.document_id, n.seq, n.subtree_end,
-               n.subtree_tokens, n.child_count, n.depth,
-               cand.evidence / power(greatest(n.subtree_tokens, 1), size_exponent) AS priority,
-               -- share of the evidence over share of the searched text: 1 = no better than chance
-               (cand.evidence / (SELECT sum(w.weight) FROM weighted w))
-                   / (greatest(n.subtree_tokens, 1) / scope_tokens) AS lift
-          FROM cand
-          JOIN hrag.nodes n ON n.id = cand.node
-         ORDER BY priority DESC, cand.best DESC, n.depth DESC, n.id
-    LOOP
-        EXIT WHEN floor_share > 0 AND first_priority IS NOT NULL AND c.priority < floor_share * first_priority;
-        CONTINUE WHEN c.lift < min_lift;
-        CONTINUE WHEN c.subtree_tokens > max_tokens;
-        inside := false;
-        below_tokens := 0;
-        below_any := false;
-        FOR i IN 1 .. cardinality(sel_ids) LOOP
-            CONTINUE WHEN NOT alive[i] OR sel_doc[i] <> c.document_id;
-            IF c.seq BETWEEN sel_seq[i] AND sel_end[i] THEN
-                inside := true;
-                EXIT;
-            END IF;
-            IF sel_seq[i] BETWEEN c.seq AND c.subtree_end THEN
-                below_tokens := below_tokens + sel_tok[i];
-                below_any := true;
-            END IF;
-        END LOOP;
-        CONTINUE WHEN inside;
-        CONTINUE WHEN used - below_tokens + c.subtree_tokens > max_tokens;
-        IF below_any THEN
-            -- the node replaces the taken nodes inside it
-            FOR i IN 1 .. cardinality(sel_ids) LOOP
-                IF alive[i] AND sel_doc[i] = c.document_id AND sel_seq[i] BETWEEN c.seq AND c.subtree_end THEN
-                    alive[i] := false;
-                END IF;
-            END LOOP;
-        END IF;
-        used := used - below_tokens + c.subtree_tokens;
-        first_priority := coalesce(first_priority, c.priority);
-        sel_ids := sel_ids || c.node;
-        sel_doc := sel_doc || c.document_id;
-        sel_seq := sel_seq || c.seq;
-        sel_end := sel_end || c.subtree_end;
-        sel_tok := sel_tok || c.subtree_tokens;
-        alive := alive || true;
-        sel_why := sel_why || CASE WHEN c.hits = 1 AND c.child_count = 0 THEN 'hit' ELSE 'merged' END;
-    END LOOP;
-
-    sel_why := ARRAY(SELECT w FROM unnest(sel_why, alive) WITH ORDINALITY AS x(w, a, i) WHERE a ORDER BY i);
-    sel_ids := ARRAY(SELECT v FROM unnest(sel_ids, alive) WITH ORDINALITY AS x(v, a, i) WHERE a ORDER BY i);
-
-    IF cardinality(sel_ids) = 0 THEN
-        -- No candidate was worth taking (or fitted): the best hit that fits, so a
-        -- hit never yields nothing; if none fits, the best hit alone, flagged.
-        SELECT ARRAY[n.id], ARRAY[CASE WHEN n.subtree_tokens <= max_tokens THEN 'hit'
-                                       ELSE 'over budget: the best hit alone is larger than max_tokens' END],
-               n.subtree_tokens > max_tokens
-          INTO sel_ids, sel_why, over_budget
-          FROM unnest(node_ids, scores) AS h(id, score)
-          JOIN hrag.nodes n ON n.id = h.id
-         ORDER BY n.subtree_tokens > max_tokens, h.score DESC, n.id
-         LIMIT 1;
-    END IF;
-
-    RETURN QUERY
-    WITH hit AS (
-        SELECT n.id, n.document_id, n.seq, max(h.score) AS score
-          FROM unnest(node_ids, scores) AS h(id, score)
-          JOIN hrag.nodes n ON n.id = h.id
-         GROUP BY n.id, n.document_id, n.seq
-    ),
-    picked AS (
-        SELECT n.id, n.document_id, n.seq, n.subtree_end, x.why
-          FROM unnest(sel_ids, sel_why) AS x(id, why)
-          JOIN hrag.nodes n ON n.id = x.id
-    ),
-    -- the hits inside each picked node, and how many of its children lead to one
-    absorbed AS (
-        SELECT p.id,
-               max(hit.score) AS best,
-               coalesce(array_agg(hit.id ORDER BY hit.score DESC, hit.id) FILTER (WHERE hit.id <> p.id), '{}')
-                   AS merged_from,
-               count(*) AS hits_inside,
-               count(DISTINCT child.id) AS children_hit
-          FROM picked p
-          JOIN hit ON hit.document_id = p.document_id AND hit.seq BETWEEN p.seq AND p.subtree_end
-          LEFT JOIN LATERAL (SELECT a.id FROM hrag.nodes a
-                              WHERE a.parent_id = p.id AND a.document_id = p.document_id
-                                AND hit.seq BETWEEN a.seq AND a.subtree_end) AS child ON true
-         GROUP BY p.id
-    )
-    SELECT n.id, n.document_id, n.depth, n.title, n.heading_path,
-           hrag._subtree_text(n.document_id, n.seq, n.subtree_end),
-           a.best::real, a.merged_from,
-           CASE WHEN n.child_count > 0 THEN (a.children_hit::real / n.child_count)::real END,
-           (row_number() OVER (ORDER BY a.best DESC, n.depth, n.id))::integer,
-           n.subtree_tokens,
-           CASE WHEN over_budget THEN p.why
-                WHEN p.why = 'hit' THEN 'direct hit'
-                ELSE format('%s of %s children hit, %s hits inside', a.children_hit, n.child_count, a.hits_inside)
-           END
-      FROM picked p
-      JOIN absorbed a ON a.id = p.id
-      JOIN hrag.nodes n ON n.id = p.id
-     ORDER BY a.best DESC, n.depth, n.id;
+    RETURN QUERY SELECT * FROM hrag._retrieve_hits(node_ids, hrag._document_ids(node_ids), scores, max_tokens);
 END
 $$;
 
@@ -1131,7 +1503,7 @@ BEGIN
         UNION ALL
         SELECT b.node_id, b.parent_id, b.document_id, (1 - (n.embedding <=> query))::real
           FROM lexical_best b
-          JOIN hrag.nodes n ON n.id = b.node_id
+          JOIN hrag.nodes n ON n.document_id = b.document_id AND n.id = b.node_id
          WHERE NOT EXISTS (SELECT 1 FROM vector_hit v WHERE v.node_id = b.node_id)
     ),
     scored AS (
@@ -1141,7 +1513,7 @@ BEGIN
                                     WHERE w.term = ANY (n.lexical_terms)), 0) / total
                     ELSE 0 END::real AS lexical_score
           FROM pool p
-          JOIN hrag.nodes n ON n.id = p.node_id
+          JOIN hrag.nodes n ON n.document_id = p.document_id AND n.id = p.node_id
     ),
     ranked AS (
         SELECT s.*, ((1 - weight) * s.vector_score + weight * s.lexical_score)::real AS combined

@@ -7,7 +7,7 @@ distributed once per session; each test writes its own collection.
 from __future__ import annotations
 
 import json
-import re
+import random
 import uuid
 from pathlib import Path
 
@@ -77,7 +77,7 @@ def test_distribute_again_changes_nothing_and_says_so(cluster_url: str) -> None:
     rows = distribute(cluster_url)
     assert {r.action for r in rows} == {"already distributed"}
     assert [r.name for r in rows] == ["hrag.config", "hrag.tenant_collections", "hrag.documents", "hrag.nodes",
-                                      "hrag.document_terms", "hrag.node_text(uuid, uuid)"]
+                                      "hrag.document_terms", *PER_DOCUMENT_FUNCTIONS]
 
 
 def test_hrag_distribute_command_reports_each_table(cluster_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -147,10 +147,18 @@ def test_re_ingest_and_delete_work_on_the_cluster(cluster_url: str, tmp_path: Pa
 
 
 # ------------------------------------------------------------------ reads
-# What each retrieval function does on the cluster today, compared with a
-# single node holding the same documents.  The failures are the list of
-# changes docs/scaling.md asks for; strict xfail turns each into a failing
-# test the moment the function starts working, so the list stays true.
+# Every retrieval function on the cluster, compared with a single node holding
+# the same documents: same rows, same order, scores within float tolerance.
+
+#: The per-document steps hrag.distribute() makes distributed functions (delegated to one worker).
+PER_DOCUMENT_FUNCTIONS = [
+    "hrag.node_text(uuid, uuid)",
+    "hrag._node_rows_document(uuid, uuid[])",
+    "hrag._auto_merge_document(uuid, uuid[], real[], real)",
+    "hrag._parents_document(uuid, uuid[], bigint[])",
+    "hrag._budget_candidates_document(uuid, uuid[], real[], double precision[])",
+    "hrag._budget_rows_document(uuid, uuid[], text[], uuid[], real[], boolean)",
+]
 
 CALLS: dict[str, str] = {
     "search_leaves": "SELECT * FROM hrag.search_leaves(%(q)s, 8, %(c)s)",
@@ -163,23 +171,6 @@ CALLS: dict[str, str] = {
     "retrieve_hits": "SELECT * FROM hrag.retrieve_hits(%(ids)s::uuid[], %(scores)s::real[], 800)",
     "node_text": "SELECT hrag.node_text(%(node)s)",
     "node_text_in_document": "SELECT hrag.node_text(%(doc)s, %(node)s)",
-    "check_integrity": "SELECT * FROM hrag.check_integrity()",
-}
-#: What the cluster says today (measured), per function that does not run distributed.
-FAILS_TODAY: dict[str, str] = {
-    # _term_weights is a LANGUAGE sql table function over distributed tables
-    "search_hybrid": "parameterized queries for SQL functions referencing distributed tables are not supported",
-    "retrieve": "parameterized queries for SQL functions referencing distributed tables are not supported",
-    # nodes joined to nodes by bare id (hit -> parent)
-    "parent_child": "complex joins are only supported when all distributed tables are co-located",
-    "parent_child_hits": "complex joins are only supported when all distributed tables are co-located",
-    # the recursive climb by bare parent id over all documents at once
-    "auto_merge": "recursive CTEs are only supported when they contain a filter on the distribution column",
-    "retrieve_hits": "recursive CTEs are only supported when they contain a filter on the distribution column",
-    "auto_merge_hits": "parameterized queries for SQL functions referencing distributed tables are not supported",
-    "check_integrity": "parameterized queries for SQL functions referencing distributed tables are not supported",
-    # _subtree_text called per row inside the lookup by id, which Citus pushes to the shards
-    "node_text": "cannot execute a distributed query from a query on a shard",
 }
 
 
@@ -209,16 +200,97 @@ def same_documents_on_both(cluster_url: str, tmp_path_factory: pytest.TempPathFa
 def test_retrieval_function_on_the_cluster_matches_a_single_node(
     name: str, cluster_url: str, db_url: str, same_documents_on_both: str,
 ) -> None:
-    if name in FAILS_TODAY:
-        # Fails today with this error; the day it runs, "DID NOT RAISE" fails this test,
-        # and FAILS_TODAY and docs/scaling.md must be updated.
-        with pytest.raises(psycopg.errors.Error, match=re.escape(FAILS_TODAY[name])):
-            _results(cluster_url, name, same_documents_on_both)
-        pytest.xfail(f"not distributable yet: {FAILS_TODAY[name]}")
     assert _ingest(db_url, [EXAMPLES], same_documents_on_both) == ["created"] * 3
     single = _results(db_url, name, same_documents_on_both)
     assert single, f"{name} returned nothing on the single node: the comparison proves nothing"
     assert _results(cluster_url, name, same_documents_on_both) == single
+
+
+HIT_CALLS: dict[str, str] = {
+    "auto_merge_hits": "SELECT * FROM hrag.auto_merge_hits(%s::uuid[], %s::real[], %s::real)",
+    "parent_child_hits": "SELECT * FROM hrag.parent_child_hits(%s::uuid[], %s::real[], %s::int, %s::int)",
+    "retrieve_hits": "SELECT * FROM hrag.retrieve_hits(%s::uuid[], %s::real[], %s::int)",
+}
+
+
+def _hit_sets(url: str, collection: str, count: int) -> list[tuple[str, tuple[object, ...]]]:
+    """Random hit sets over the collection's nodes (leaves and inner nodes, duplicates, several documents)."""
+    with psycopg.connect(_libpq(url)) as conn:
+        leaves = [r[0] for r in conn.execute("SELECT id FROM hrag.nodes WHERE collection = %s "
+                                             "AND embedding IS NOT NULL ORDER BY id", (collection,))]
+        every = [r[0] for r in conn.execute("SELECT id FROM hrag.nodes WHERE collection = %s ORDER BY id",
+                                            (collection,))]
+    rnd = random.Random(13)
+    calls: list[tuple[str, tuple[object, ...]]] = []
+    for i in range(count):
+        ids = rnd.sample(every if i % 3 == 0 else leaves, rnd.randint(1, 25))
+        ids += ids[:2] if i % 5 == 0 else []
+        scores = [round(rnd.uniform(0.2, 0.9), 4) for _ in ids]
+        calls.append((HIT_CALLS["auto_merge_hits"], (ids, scores, (0.3, 0.5, 0.7)[i % 3])))
+        calls.append((HIT_CALLS["parent_child_hits"], (ids, scores, 1 + i % 5, None if i % 2 else 5)))
+        calls.append((HIT_CALLS["retrieve_hits"], (ids, scores, (60, 300, 800, 2000)[i % 4])))
+    return calls
+
+
+def _rows(url: str, calls: list[tuple[str, tuple[object, ...]]]) -> list[list[tuple[object, ...]]]:
+    with psycopg.connect(_libpq(url)) as conn:
+        return [[tuple(round(v, 5) if isinstance(v, float) else v for v in row)
+                 for row in conn.execute(sql, args).fetchall()] for sql, args in calls]
+
+
+def test_merges_and_expansions_of_random_hit_sets_match_a_single_node_row_for_row(
+    cluster_url: str, db_url: str, same_documents_on_both: str,
+) -> None:
+    """150 hit sets (1-27 hits over 3 documents, inner nodes, duplicates) through the three *_hits functions."""
+    assert _ingest(db_url, [EXAMPLES], same_documents_on_both) == ["created"] * 3
+    calls = _hit_sets(db_url, same_documents_on_both, 50)
+    single = _rows(db_url, calls)
+    assert sum(1 for rows in single if len(rows) > 1) > 50, "the hit sets hardly ever give several rows"
+    assert _rows(cluster_url, calls) == single
+
+
+def test_the_python_api_retrieves_the_same_on_the_cluster_as_on_a_single_node(
+    cluster_url: str, db_url: str, same_documents_on_both: str,
+) -> None:
+    """The statements of queries.py (hybrid and vector-only), the API's parent_child, auto_merge and retrieve."""
+    assert _ingest(db_url, [EXAMPLES], same_documents_on_both) == ["created"] * 3
+    questions = [QUESTION, "BYOD anti-virus obligations 第8条", "payment day salary"]
+
+    def answers(url: str) -> list[str]:
+        hrag = HRAG(url, embedder=HashingEmbedder())
+        out = []
+        for question in questions:
+            for weight in (0.0, 0.3):
+                for mode in (hrag.parent_child, hrag.auto_merge, hrag.retrieve):
+                    results = mode(question, collection=same_documents_on_both, lexical_weight=weight)
+                    assert results, f"{mode.__name__} found nothing for {question!r}"
+                    out.append(repr([r.model_dump() if hasattr(r, "model_dump") else r for r in results]))
+        return out
+
+    assert answers(cluster_url) == answers(db_url)
+
+
+def test_check_integrity_reports_the_same_problems_on_the_cluster(
+    cluster_url: str, db_url: str, tmp_path: Path,
+) -> None:
+    corpus = _write_corpus(tmp_path, 3)
+    broken = {"child_count": "UPDATE hrag.nodes SET child_count = child_count + 1 WHERE id = %s",
+              "subtree_end": "UPDATE hrag.nodes SET subtree_end = subtree_end + 100 WHERE id = %s",
+              "embedding": "UPDATE hrag.nodes SET embedding = NULL WHERE id = %s"}
+    found = []
+    for url in (db_url, cluster_url):
+        assert _ingest(url, [corpus], "broken") == ["created"] * 3
+        with psycopg.connect(_libpq(url)) as conn:
+            inner, section, leaf = (conn.execute(
+                f"SELECT id FROM hrag.nodes WHERE collection = 'broken' AND {where} ORDER BY id LIMIT 1"
+            ).fetchone()[0] for where in ("child_count > 0", "depth = 1", "embedding IS NOT NULL"))  # type: ignore[index]
+            for (_, statement), node in zip(broken.items(), (inner, section, leaf), strict=True):
+                conn.execute(statement, (node,))
+            found.append(sorted(conn.execute("SELECT * FROM hrag.check_integrity()").fetchall()))
+            conn.rollback()  # the cluster's other tests see healthy trees
+    single, cluster = found
+    assert {row[0] for row in single} >= {"wrong_child_count", "broken_ordering", "leaf_without_embedding"}
+    assert cluster == single
 
 
 def test_a_lookup_carrying_the_document_id_is_routed_to_one_shard_and_a_bare_id_fans_out(
@@ -238,6 +310,49 @@ def test_a_lookup_carrying_the_document_id_is_routed_to_one_shard_and_a_bare_id_
                             "n.document_id, n.seq, n.subtree_end) FROM hrag.nodes n WHERE n.document_id = %s "
                             "AND n.id = %s)", (doc, node, doc, node)).fetchone() == (True,)
         assert conn.execute("SELECT hrag.node_text(%s::uuid, %s::uuid)", (uuid.uuid4(), node)).fetchone() == (None,)
+
+
+def test_each_per_document_step_is_delegated_to_the_one_worker_holding_the_document(
+    cluster_url: str, same_documents_on_both: str,
+) -> None:
+    """EXPLAIN of a per-document step: one task, the function itself run on the worker; and a merge over
+    hits from every document delegates one call per document (Citus's delegation log)."""
+    with psycopg.connect(_libpq(cluster_url)) as conn:
+        hits = conn.execute("SELECT id, document_id FROM hrag.nodes WHERE collection = 'compare' "
+                            "AND embedding IS NOT NULL ORDER BY id").fetchall()
+        doc = hits[0][1]
+        ids = [h[0] for h in hits if h[1] == doc][:6]
+        shards = conn.execute("SELECT count(*) FROM citus_shards WHERE table_name = 'hrag.nodes'::regclass"
+                              ).fetchone()[0]  # type: ignore[index]
+        assert shards > 1
+        for step in (f"hrag._auto_merge_document('{doc}', %s::uuid[], %s::real[], 0.5)",
+                     f"hrag._budget_candidates_document('{doc}', %s::uuid[], %s::real[], %s::float8[])",
+                     f"hrag._parents_document('{doc}', %s::uuid[], %s::bigint[])",
+                     f"hrag._node_rows_document('{doc}', %s::uuid[])"):
+            args = (ids, [0.5] * len(ids), [1.0] * len(ids))[:step.count("%s")]
+            if "bigint" in step:
+                args = (ids, list(range(1, len(ids) + 1)))
+            plan = _plan(conn, "SELECT * FROM " + step, args)
+            assert "Task Count: 1" in plan, plan
+            assert "Function Scan on " + step.split("(")[0].removeprefix("hrag.") in plan, plan
+        # the recursive climb itself, outside the function: routed to one shard by the document filter
+        plan = _plan(conn, "WITH RECURSIVE chain AS (SELECT n.id, n.parent_id FROM hrag.nodes n "
+                           "WHERE n.document_id = %s AND n.id = ANY (%s) UNION ALL SELECT p.id, p.parent_id "
+                           "FROM chain c JOIN hrag.nodes p ON p.document_id = %s AND p.id = c.parent_id) "
+                           "SELECT count(*) FROM chain", (doc, ids, doc))
+        assert "Task Count: 1" in plan, plan
+
+        documents = {h[1] for h in hits}
+        assert len(documents) == 3
+        one_per_document = [next(h[0] for h in hits if h[1] == d) for d in sorted(documents)]
+        log: list[str] = []
+        conn.add_notice_handler(lambda diag: log.append(diag.message_primary or ""))
+        conn.execute("SET client_min_messages = debug1")
+        rows = conn.execute("SELECT * FROM hrag.auto_merge_hits(%s::uuid[], %s::real[], 0.5)",
+                            (one_per_document, [0.9, 0.8, 0.7])).fetchall()
+        conn.execute("RESET client_min_messages")
+    assert len(rows) == 3
+    assert log.count("pushing down the function call") == len(documents), log
 
 
 def test_the_ann_step_fans_out_to_every_shard_and_the_coordinator_keeps_the_top_k(

@@ -395,6 +395,36 @@ PROBES: dict[str, str] = {
     "hrag._collection_visible(text)": "SELECT CASE WHEN hrag._collection_visible('b') THEN 'b' END",
     "hrag._term_weights(text[],text)":
         "SELECT * FROM hrag._term_weights(hrag.lexical_terms(%(b_all_text)s), %(collection)s)",
+    # The per-document steps and their coordinator loops (revision 0010), asked for b's tree.
+    "hrag._document_ids(uuid[])": "SELECT hrag._document_ids(%(b_leaves)s)",
+    "hrag._node_rows_document(uuid,uuid[])":
+        "SELECT * FROM hrag._node_rows_document(%(b_doc)s, %(b_leaves)s)",
+    "hrag._node_rows_each(uuid[],uuid[])": "SELECT * FROM hrag._node_rows_each(%(b_leaves)s, %(b_docs)s)",
+    "hrag._auto_merge_document(uuid,uuid[],real[],real)":
+        "SELECT * FROM hrag._auto_merge_document(%(b_doc)s, %(b_leaves)s, %(scores)s::real[], 0.1)",
+    "hrag._auto_merge_each(uuid[],uuid[],real[],real)":
+        "SELECT * FROM hrag._auto_merge_each(%(b_leaves)s, %(b_docs)s, %(scores)s::real[], 0.1)",
+    "hrag._auto_merge_ranked(uuid[],uuid[],real[],real)":
+        "SELECT * FROM hrag._auto_merge_ranked(%(b_leaves)s, %(b_docs)s, %(scores)s::real[], 0.1)",
+    "hrag._parents_document(uuid,uuid[],bigint[])":
+        "SELECT * FROM hrag._parents_document(%(b_doc)s, %(b_leaves)s, %(ords)s::bigint[])",
+    "hrag._parents_each(uuid[],uuid[])": "SELECT * FROM hrag._parents_each(%(b_leaves)s, %(b_docs)s)",
+    "hrag._parent_child_hits(uuid[],uuid[],real[],integer,integer)":
+        "SELECT * FROM hrag._parent_child_hits(%(b_leaves)s, %(b_docs)s, %(scores)s::real[], 1000, 1000)",
+    "hrag._budget_candidates_document(uuid,uuid[],real[],double precision[])":
+        "SELECT * FROM hrag._budget_candidates_document(%(b_doc)s, %(b_leaves)s, %(scores)s::real[], "
+        "%(scores)s::float8[])",
+    "hrag._budget_candidates_each(uuid[],uuid[],real[],double precision[])":
+        "SELECT * FROM hrag._budget_candidates_each(%(b_leaves)s, %(b_docs)s, %(scores)s::real[], "
+        "%(scores)s::float8[])",
+    "hrag._budget_rows_document(uuid,uuid[],text[],uuid[],real[],boolean)":
+        "SELECT * FROM hrag._budget_rows_document(%(b_doc)s, ARRAY[%(b_root)s]::uuid[], ARRAY['merged'], "
+        "%(b_leaves)s, %(scores)s::real[], false)",
+    "hrag._budget_rows_each(uuid[],uuid[],text[],uuid[],uuid[],real[],boolean)":
+        "SELECT * FROM hrag._budget_rows_each(ARRAY[%(b_root)s]::uuid[], ARRAY[%(b_doc)s]::uuid[], "
+        "ARRAY['merged'], %(b_leaves)s, %(b_docs)s, %(scores)s::real[], false)",
+    "hrag._retrieve_hits(uuid[],uuid[],real[],integer)":
+        "SELECT * FROM hrag._retrieve_hits(%(b_leaves)s, %(b_docs)s, %(scores)s::real[], 100000)",
 }
 
 #: Functions a tenant may not call at all: each must be refused (they would widen access or
@@ -476,6 +506,7 @@ def test_no_function_of_schema_hrag_returns_another_tenants_rows_listed_from_the
     params: dict[str, object] = {
         "q": corpus.b_vector, "text": corpus.b_text, "b_leaves": corpus.b_leaves, "b_root": corpus.b_root,
         "scores": [1.0] * len(corpus.b_leaves), "b_doc": b_doc, "b_all_text": B_DOC,
+        "b_docs": [b_doc] * len(corpus.b_leaves), "ords": list(range(1, len(corpus.b_leaves) + 1)),
     }
     probes = [(name, statement, collection) for name, statement in sorted(PROBES.items())
               for collection in ((None, "b") if "%(collection)s" in statement else (None,))]
