@@ -88,19 +88,41 @@ def copy_rows(source: str, target: str) -> None:
         dst.commit()
 
 
-def measure(url: str, questions: list[dict], vectors: np.ndarray, passes: int) -> dict[str, list[float]]:
+Rows = dict[tuple[str, str], list[tuple[object, ...]]]
+
+
+def _comparable(row: tuple[object, ...]) -> tuple[object, ...]:
+    """A result row with its scores rounded (float tolerance 1e-5), everything else as is."""
+    return tuple(round(v, 5) if isinstance(v, float) else v for v in row)
+
+
+def measure(url: str, questions: list[dict], vectors: np.ndarray, passes: int
+            ) -> tuple[dict[str, list[float]], Rows]:
+    """Timings per statement, and the rows each (statement, question) returned on the warm-up pass."""
     timings: dict[str, list[float]] = {name: [] for name in STATEMENTS}
+    rows: Rows = {}
     with psycopg.connect(url) as conn:
         register_vector(conn)
         for p in range(passes + 1):
             for q, v in zip(questions, vectors, strict=True):
                 for name, sql in STATEMENTS.items():
                     started = time.perf_counter()
-                    conn.execute(sql, {"q": v, "qt": q["question"]}).fetchall()
+                    result = conn.execute(sql, {"q": v, "qt": q["question"]}).fetchall()
                     if p:  # the first pass warms the caches
                         timings[name].append((time.perf_counter() - started) * 1000)
+                    else:
+                        rows[(name, q["id"])] = [_comparable(tuple(r)) for r in result]
                 conn.rollback()
-    return timings
+    return timings, rows
+
+
+def differences(single: Rows, cluster: Rows) -> dict[str, list[str]]:
+    """Per statement, the questions whose rows (ids, order, scores within 1e-5, texts) differ."""
+    out: dict[str, list[str]] = {name: [] for name in STATEMENTS}
+    for (name, qid), expected in single.items():
+        if cluster[(name, qid)] != expected:
+            out[name].append(qid)
+    return out
 
 
 def spread(url: str, questions: list[dict], vectors: np.ndarray) -> dict[str, float]:
@@ -160,7 +182,9 @@ def main() -> int:
                 "pg_relation_size('hrag.nodes_embedding_hnsw_idx'), pg_total_relation_size('hrag.nodes')"
             ).fetchone()  # type: ignore[misc]
             documents = conn.execute("SELECT count(*) FROM hrag.documents").fetchone()[0]  # type: ignore[index]
-        results = {"single node": measure(single, questions, vectors, args.passes)}
+        single_timings, single_rows = measure(single, questions, vectors, args.passes)
+        results = {"single node": single_timings}
+        differ: dict[str, dict[str, list[str]]] = {}
         spreads = spread(single, questions, vectors)
         print("single node done", flush=True)
 
@@ -174,7 +198,9 @@ def main() -> int:
             copy_rows(source, coordinator)
             with psycopg.connect(coordinator, autocommit=True) as conn:
                 conn.execute("VACUUM ANALYZE hrag.nodes")
-            results[f"Citus, 2 workers, {shards} shards"] = measure(coordinator, questions, vectors, args.passes)
+            name = f"Citus, 2 workers, {shards} shards"
+            results[name], cluster_rows = measure(coordinator, questions, vectors, args.passes)
+            differ[name] = differences(single_rows, cluster_rows)
             print(f"{shards} shards done", flush=True)
     finally:
         cluster.stop()
@@ -196,6 +222,14 @@ def main() -> int:
     ]
     for statement in STATEMENTS:
         lines.append(f"| {statement} | " + " | ".join(p50_p95(results[n][statement]) for n in names) + " |")
+    lines += ["", "Same results as the single node (rows, order, scores within 1e-5, texts), questions of "
+              f"{len(questions)}:", "",
+              "| statement | " + " | ".join(names[1:]) + " |", "|---|" + "---:|" * (len(names) - 1)]
+    for statement in STATEMENTS:
+        lines.append(f"| {statement} | " + " | ".join(
+            f"{len(questions) - len(differ[n][statement])}"
+            + (f" (differ: {', '.join(differ[n][statement][:5])})" if differ[n][statement] else "")
+            for n in names[1:]) + " |")
     lines += [
         "",
         "Documents the hits spread over (mean; one delegated per-document call each): "
