@@ -35,9 +35,12 @@ def _hits(conn: psycopg.Connection, seed: int) -> tuple[list[object], list[objec
     """Leaves and inner nodes from every document, in a random order with random scores."""
     rows = conn.execute("SELECT id, document_id FROM hrag.nodes WHERE depth > 0 ORDER BY id").fetchall()
     rng = random.Random(seed)
-    picked = rng.sample(rows, 12)
-    docs = {d for _, d in picked}
-    assert len(docs) >= 2, "the sample must span documents"
+    by_document: dict[object, list[tuple[object, object]]] = {}
+    for node, doc in rows:
+        by_document.setdefault(doc, []).append((node, doc))
+    assert len(by_document) == 3
+    picked = [hit for hits in by_document.values() for hit in rng.sample(hits, min(4, len(hits)))]
+    rng.shuffle(picked)
     return [i for i, _ in picked], [d for _, d in picked], [round(rng.uniform(0.2, 0.9), 3) for _ in picked]
 
 
