@@ -62,6 +62,7 @@ def test_without_citus_each_per_document_step_runs_once_for_hits_from_several_do
     conn: psycopg.Connection, statement: str, steps: list[str],
 ) -> None:
     ids, docs, scores = _hits(conn, 1)
+    assert len(set(docs)) == 3  # one call per document would be three
     conn.execute("SET track_functions = 'pl'")
     rows = conn.execute(statement, {"ids": ids, "scores": scores}).fetchall()
     assert rows
