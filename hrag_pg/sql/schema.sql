@@ -38,13 +38,14 @@ BEGIN
         ),
         -- Every hit's path to its root, by primary key: the only nodes the merge can touch.
         chain AS (
-            SELECT hit.id AS hit, hit.score, n.id AS node, n.parent_id, n.depth, n.child_count, 0 AS steps
+            SELECT hit.id AS hit, hit.score, n.id AS node, n.document_id, n.parent_id, n.depth, n.child_count,
+                   0 AS steps
               FROM hit
-              JOIN hrag.nodes n ON n.document_id = doc AND n.id = hit.id
+              JOIN hrag.nodes n ON n.document_id = coalesce(doc, n.document_id) AND n.id = hit.id
             UNION ALL
-            SELECT c.hit, c.score, p.id, p.parent_id, p.depth, p.child_count, c.steps + 1
+            SELECT c.hit, c.score, p.id, p.document_id, p.parent_id, p.depth, p.child_count, c.steps + 1
               FROM chain c
-              JOIN hrag.nodes p ON p.document_id = doc AND p.id = c.parent_id
+              JOIN hrag.nodes p ON p.document_id = coalesce(doc, c.document_id) AND p.id = c.parent_id
         ),
         cand AS MATERIALIZED (
             SELECT DISTINCT c.node AS id, c.parent_id, c.depth, c.child_count FROM chain c
@@ -81,33 +82,33 @@ BEGIN
         -- Each hit ends up in the topmost covered node on its path; those nodes
         -- are the result, and the hits below them are what they absorbed.
         placed AS (
-            SELECT DISTINCT ON (c.hit) c.hit, c.score, c.node AS top
+            SELECT DISTINCT ON (c.hit) c.hit, c.score, c.node AS top, c.document_id
               FROM chain c, final f
              WHERE c.node = ANY (f.covered)
              ORDER BY c.hit, c.steps DESC
         ),
         result AS (
-            SELECT pl.top,
+            SELECT pl.top, pl.document_id,
                    max(pl.score) AS score,
                    coalesce(array_agg(pl.hit ORDER BY pl.score DESC, pl.hit) FILTER (WHERE pl.hit <> pl.top), '{}')
                        AS merged_from
               FROM placed pl
-             GROUP BY pl.top
+             GROUP BY pl.top, pl.document_id
         )
-        SELECT n.id, n.depth, n.title, n.heading_path, n.seq, n.subtree_end, r.score, r.merged_from,
+        SELECT n.id, n.document_id, n.depth, n.title, n.heading_path, n.seq, n.subtree_end, r.score, r.merged_from,
                (SELECT m.ratio FROM final f, unnest(f.merged, f.ratios) AS m(id, ratio) WHERE m.id = r.top)
                    AS hit_ratio,
                n.subtree_tokens
           FROM result r
-          JOIN hrag.nodes n ON n.document_id = doc AND n.id = r.top
+          JOIN hrag.nodes n ON n.document_id = coalesce(doc, r.document_id) AND n.id = r.top
     LOOP
         node_id := x.id;
-        document_id := doc;
+        document_id := x.document_id;
         depth := x.depth;
         title := x.title;
         heading_path := x.heading_path;
         -- a statement of its own (see hrag._node_rows_document)
-        content := hrag._subtree_text(doc, x.seq, x.subtree_end);
+        content := hrag._subtree_text(x.document_id, x.seq, x.subtree_end);
         score := x.score;
         merged_from := x.merged_from;
         hit_ratio := x.hit_ratio;
@@ -118,7 +119,7 @@ END
 $$;
 
 -- COMMENT: FUNCTION _auto_merge_document(doc uuid, node_ids uuid[], scores real[], merge_threshold real)
-COMMENT ON FUNCTION hrag._auto_merge_document(doc uuid, node_ids uuid[], scores real[], merge_threshold real) IS 'internal: per document (one shard on Citus), the recursive auto-merge of one document''s hits, not part of the API';
+COMMENT ON FUNCTION hrag._auto_merge_document(doc uuid, node_ids uuid[], scores real[], merge_threshold real) IS 'internal: per document (one shard on Citus; doc NULL: every document of the nodes), the recursive auto-merge of one document''s hits, not part of the API';
 
 -- FUNCTION: _auto_merge_each(uuid[], uuid[], real[], real)
 CREATE FUNCTION hrag._auto_merge_each(node_ids uuid[], document_ids uuid[], scores real[], merge_threshold real) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, token_count integer)
@@ -128,19 +129,29 @@ DECLARE
     this_doc   uuid;
     doc_ids    uuid[];
     doc_scores real[];
+    -- Where hrag.nodes is distributed (Citus): one call per document, each
+    -- delegated to its document's worker.  Elsewhere: one call for all the
+    -- documents (doc NULL), no per-document overhead.
+    per_document boolean := to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL;
 BEGIN
-    FOR this_doc IN SELECT DISTINCT h.doc FROM unnest(document_ids) AS h(doc) WHERE h.doc IS NOT NULL LOOP
+    IF per_document THEN
+        per_document := EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition
+                                 WHERE logicalrelid = 'hrag.nodes'::regclass);
+    END IF;
+    FOR this_doc IN SELECT DISTINCT CASE WHEN per_document THEN h.doc END
+                      FROM unnest(document_ids) AS h(doc) WHERE h.doc IS NOT NULL LOOP
         SELECT array_agg(h.id ORDER BY h.ord), array_agg(h.score ORDER BY h.ord) INTO doc_ids, doc_scores
           FROM unnest(node_ids, document_ids, scores) WITH ORDINALITY AS h(id, doc, score, ord)
-         WHERE h.doc = this_doc;
+         WHERE h.doc = coalesce(this_doc, h.doc);
         -- a statement of its own, so Citus delegates it to the document's worker
+        -- (this_doc NULL: all the documents at once)
         RETURN QUERY SELECT * FROM hrag._auto_merge_document(this_doc, doc_ids, doc_scores, merge_threshold);
     END LOOP;
 END
 $$;
 
 -- COMMENT: FUNCTION _auto_merge_each(node_ids uuid[], document_ids uuid[], scores real[], merge_threshold real)
-COMMENT ON FUNCTION hrag._auto_merge_each(node_ids uuid[], document_ids uuid[], scores real[], merge_threshold real) IS 'internal: hrag._auto_merge_document for each document of the hits, not part of the API';
+COMMENT ON FUNCTION hrag._auto_merge_each(node_ids uuid[], document_ids uuid[], scores real[], merge_threshold real) IS 'internal: hrag._auto_merge_document for each document of the hits on Citus, once for all of them elsewhere, not part of the API';
 
 -- FUNCTION: _auto_merge_ranked(uuid[], uuid[], real[], real)
 CREATE FUNCTION hrag._auto_merge_ranked(node_ids uuid[], document_ids uuid[], scores real[], merge_threshold real) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer)
@@ -169,28 +180,28 @@ BEGIN
     RETURN QUERY
     WITH RECURSIVE
     chain AS (
-        SELECT w.id AS hit, w.score, w.weight, n.id AS node, n.parent_id
+        SELECT w.id AS hit, w.score, w.weight, n.id AS node, n.document_id, n.parent_id
           FROM unnest(node_ids, scores, weights) AS w(id, score, weight)
-          JOIN hrag.nodes n ON n.document_id = doc AND n.id = w.id
+          JOIN hrag.nodes n ON n.document_id = coalesce(doc, n.document_id) AND n.id = w.id
         UNION ALL
-        SELECT c.hit, c.score, c.weight, p.id, p.parent_id
+        SELECT c.hit, c.score, c.weight, p.id, p.document_id, p.parent_id
           FROM chain c
-          JOIN hrag.nodes p ON p.document_id = doc AND p.id = c.parent_id
+          JOIN hrag.nodes p ON p.document_id = coalesce(doc, c.document_id) AND p.id = c.parent_id
     ),
     cand AS (
-        SELECT c.node, sum(c.weight) AS evidence, max(c.score) AS best, count(*) AS hits
+        SELECT c.node, c.document_id, sum(c.weight) AS evidence, max(c.score) AS best, count(*) AS hits
           FROM chain c
-         GROUP BY c.node
+         GROUP BY c.node, c.document_id
     )
-    SELECT cand.node, doc, cand.evidence, cand.best, cand.hits, n.seq, n.subtree_end,
+    SELECT cand.node, cand.document_id, cand.evidence, cand.best, cand.hits, n.seq, n.subtree_end,
            n.subtree_tokens, n.child_count, n.depth
       FROM cand
-      JOIN hrag.nodes n ON n.document_id = doc AND n.id = cand.node;
+      JOIN hrag.nodes n ON n.document_id = coalesce(doc, cand.document_id) AND n.id = cand.node;
 END
 $$;
 
 -- COMMENT: FUNCTION _budget_candidates_document(doc uuid, node_ids uuid[], scores real[], weights double precision[])
-COMMENT ON FUNCTION hrag._budget_candidates_document(doc uuid, node_ids uuid[], scores real[], weights double precision[]) IS 'internal: per document (one shard on Citus), the budget mode''s candidates on the hits'' paths, not part of the API';
+COMMENT ON FUNCTION hrag._budget_candidates_document(doc uuid, node_ids uuid[], scores real[], weights double precision[]) IS 'internal: per document (one shard on Citus; doc NULL: every document of the nodes), the budget mode''s candidates on the hits'' paths, not part of the API';
 
 -- FUNCTION: _budget_candidates_each(uuid[], uuid[], real[], double precision[])
 CREATE FUNCTION hrag._budget_candidates_each(node_ids uuid[], document_ids uuid[], scores real[], weights double precision[]) RETURNS TABLE(node_id uuid, document_id uuid, evidence double precision, best real, hits bigint, seq integer, subtree_end integer, subtree_tokens integer, child_count integer, depth integer)
@@ -201,20 +212,30 @@ DECLARE
     doc_ids     uuid[];
     doc_scores  real[];
     doc_weights double precision[];
+    -- Where hrag.nodes is distributed (Citus): one call per document, each
+    -- delegated to its document's worker.  Elsewhere: one call for all the
+    -- documents (doc NULL), no per-document overhead.
+    per_document boolean := to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL;
 BEGIN
-    FOR this_doc IN SELECT DISTINCT h.doc FROM unnest(document_ids) AS h(doc) WHERE h.doc IS NOT NULL LOOP
+    IF per_document THEN
+        per_document := EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition
+                                 WHERE logicalrelid = 'hrag.nodes'::regclass);
+    END IF;
+    FOR this_doc IN SELECT DISTINCT CASE WHEN per_document THEN h.doc END
+                      FROM unnest(document_ids) AS h(doc) WHERE h.doc IS NOT NULL LOOP
         SELECT array_agg(h.id ORDER BY h.ord), array_agg(h.score ORDER BY h.ord), array_agg(h.weight ORDER BY h.ord)
           INTO doc_ids, doc_scores, doc_weights
           FROM unnest(node_ids, document_ids, scores, weights) WITH ORDINALITY AS h(id, doc, score, weight, ord)
-         WHERE h.doc = this_doc;
+         WHERE h.doc = coalesce(this_doc, h.doc);
         -- a statement of its own, so Citus delegates it to the document's worker
+        -- (this_doc NULL: all the documents at once)
         RETURN QUERY SELECT * FROM hrag._budget_candidates_document(this_doc, doc_ids, doc_scores, doc_weights);
     END LOOP;
 END
 $$;
 
 -- COMMENT: FUNCTION _budget_candidates_each(node_ids uuid[], document_ids uuid[], scores real[], weights double precision[])
-COMMENT ON FUNCTION hrag._budget_candidates_each(node_ids uuid[], document_ids uuid[], scores real[], weights double precision[]) IS 'internal: hrag._budget_candidates_document for each document of the hits, not part of the API';
+COMMENT ON FUNCTION hrag._budget_candidates_each(node_ids uuid[], document_ids uuid[], scores real[], weights double precision[]) IS 'internal: hrag._budget_candidates_document for each document of the hits on Citus, once for all of them elsewhere, not part of the API';
 
 -- FUNCTION: _budget_rows_document(uuid, uuid[], text[], uuid[], real[], boolean)
 CREATE FUNCTION hrag._budget_rows_document(doc uuid, picked_ids uuid[], picked_why text[], node_ids uuid[], scores real[], over_budget boolean) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, token_count integer, reason text)
@@ -226,15 +247,15 @@ DECLARE
 BEGIN
     FOR x IN
         WITH hit AS (
-            SELECT n.id, n.seq, max(h.score) AS score
+            SELECT n.id, n.document_id, n.seq, max(h.score) AS score
               FROM unnest(node_ids, scores) AS h(id, score)
-              JOIN hrag.nodes n ON n.document_id = doc AND n.id = h.id
-             GROUP BY n.id, n.seq
+              JOIN hrag.nodes n ON n.document_id = coalesce(doc, n.document_id) AND n.id = h.id
+             GROUP BY n.id, n.document_id, n.seq
         ),
         picked AS (
-            SELECT n.id, n.seq, n.subtree_end, pk.why
+            SELECT n.id, n.document_id, n.seq, n.subtree_end, pk.why
               FROM unnest(picked_ids, picked_why) AS pk(id, why)
-              JOIN hrag.nodes n ON n.document_id = doc AND n.id = pk.id
+              JOIN hrag.nodes n ON n.document_id = coalesce(doc, n.document_id) AND n.id = pk.id
         ),
         -- the hits inside each picked node, and how many of its children lead to one
         absorbed AS (
@@ -245,13 +266,13 @@ BEGIN
                    count(*) AS hits_inside,
                    count(DISTINCT child.id) AS children_hit
               FROM picked p
-              JOIN hit ON hit.seq BETWEEN p.seq AND p.subtree_end
+              JOIN hit ON hit.document_id = p.document_id AND hit.seq BETWEEN p.seq AND p.subtree_end
               LEFT JOIN LATERAL (SELECT a.id FROM hrag.nodes a
-                                  WHERE a.parent_id = p.id AND a.document_id = doc
+                                  WHERE a.parent_id = p.id AND a.document_id = coalesce(doc, p.document_id)
                                     AND hit.seq BETWEEN a.seq AND a.subtree_end) AS child ON true
              GROUP BY p.id
         )
-        SELECT n.id, n.depth, n.title, n.heading_path, n.seq, n.subtree_end,
+        SELECT n.id, n.document_id, n.depth, n.title, n.heading_path, n.seq, n.subtree_end,
                a.best::real AS best, a.merged_from,
                CASE WHEN n.child_count > 0 THEN (a.children_hit::real / n.child_count)::real END AS hit_ratio,
                n.subtree_tokens,
@@ -261,15 +282,15 @@ BEGIN
                END AS reason
           FROM picked p
           JOIN absorbed a ON a.id = p.id
-          JOIN hrag.nodes n ON n.document_id = doc AND n.id = p.id
+          JOIN hrag.nodes n ON n.document_id = coalesce(doc, p.document_id) AND n.id = p.id
     LOOP
         node_id := x.id;
-        document_id := doc;
+        document_id := x.document_id;
         depth := x.depth;
         title := x.title;
         heading_path := x.heading_path;
         -- a statement of its own (see hrag._node_rows_document)
-        content := hrag._subtree_text(doc, x.seq, x.subtree_end);
+        content := hrag._subtree_text(x.document_id, x.seq, x.subtree_end);
         score := x.best;
         merged_from := x.merged_from;
         hit_ratio := x.hit_ratio;
@@ -281,7 +302,7 @@ END
 $$;
 
 -- COMMENT: FUNCTION _budget_rows_document(doc uuid, picked_ids uuid[], picked_why text[], node_ids uuid[], scores real[], over_budget boolean)
-COMMENT ON FUNCTION hrag._budget_rows_document(doc uuid, picked_ids uuid[], picked_why text[], node_ids uuid[], scores real[], over_budget boolean) IS 'internal: per document (one shard on Citus), the chosen nodes with what they absorbed, not part of the API';
+COMMENT ON FUNCTION hrag._budget_rows_document(doc uuid, picked_ids uuid[], picked_why text[], node_ids uuid[], scores real[], over_budget boolean) IS 'internal: per document (one shard on Citus; doc NULL: every document of the nodes), the chosen nodes with what they absorbed, not part of the API';
 
 -- FUNCTION: _budget_rows_each(uuid[], uuid[], text[], uuid[], uuid[], real[], boolean)
 CREATE FUNCTION hrag._budget_rows_each(picked_ids uuid[], picked_docs uuid[], picked_why text[], node_ids uuid[], document_ids uuid[], scores real[], over_budget boolean) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, token_count integer, reason text)
@@ -293,16 +314,26 @@ DECLARE
     doc_why    text[];
     doc_ids    uuid[];
     doc_scores real[];
+    -- Where hrag.nodes is distributed (Citus): one call per document, each
+    -- delegated to its document's worker.  Elsewhere: one call for all the
+    -- documents (doc NULL), no per-document overhead.
+    per_document boolean := to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL;
 BEGIN
-    FOR this_doc IN SELECT DISTINCT p.doc FROM unnest(picked_docs) AS p(doc) WHERE p.doc IS NOT NULL LOOP
+    IF per_document THEN
+        per_document := EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition
+                                 WHERE logicalrelid = 'hrag.nodes'::regclass);
+    END IF;
+    FOR this_doc IN SELECT DISTINCT CASE WHEN per_document THEN p.doc END
+                      FROM unnest(picked_docs) AS p(doc) WHERE p.doc IS NOT NULL LOOP
         SELECT array_agg(p.id ORDER BY p.ord), array_agg(p.why ORDER BY p.ord) INTO doc_picked, doc_why
           FROM unnest(picked_ids, picked_docs, picked_why) WITH ORDINALITY AS p(id, doc, why, ord)
-         WHERE p.doc = this_doc;
+         WHERE p.doc = coalesce(this_doc, p.doc);
         SELECT coalesce(array_agg(h.id ORDER BY h.ord), '{}'), coalesce(array_agg(h.score ORDER BY h.ord), '{}')
           INTO doc_ids, doc_scores
           FROM unnest(node_ids, document_ids, scores) WITH ORDINALITY AS h(id, doc, score, ord)
-         WHERE h.doc = this_doc;
+         WHERE h.doc = coalesce(this_doc, h.doc);
         -- a statement of its own, so Citus delegates it to the document's worker
+        -- (this_doc NULL: all the documents at once)
         RETURN QUERY SELECT * FROM hrag._budget_rows_document(this_doc, doc_picked, doc_why, doc_ids, doc_scores,
                                                               over_budget);
     END LOOP;
@@ -310,7 +341,7 @@ END
 $$;
 
 -- COMMENT: FUNCTION _budget_rows_each(picked_ids uuid[], picked_docs uuid[], picked_why text[], node_ids uuid[], document_ids uuid[], scores real[], over_budget boolean)
-COMMENT ON FUNCTION hrag._budget_rows_each(picked_ids uuid[], picked_docs uuid[], picked_why text[], node_ids uuid[], document_ids uuid[], scores real[], over_budget boolean) IS 'internal: hrag._budget_rows_document for each document of the chosen nodes, not part of the API';
+COMMENT ON FUNCTION hrag._budget_rows_each(picked_ids uuid[], picked_docs uuid[], picked_why text[], node_ids uuid[], document_ids uuid[], scores real[], over_budget boolean) IS 'internal: hrag._budget_rows_document for each document of the chosen nodes on Citus, once for all of them elsewhere, not part of the API';
 
 -- FUNCTION: _check_count(integer, text, integer)
 CREATE FUNCTION hrag._check_count(value integer, name text, max_value integer DEFAULT 1000) RETURNS void
@@ -484,16 +515,17 @@ DECLARE
     x record;
 BEGIN
     FOR x IN
-        SELECT n.id, n.depth, n.title, n.heading_path, n.seq, n.subtree_end, n.subtree_tokens, n.child_count
+        SELECT n.id, n.document_id, n.depth, n.title, n.heading_path, n.seq, n.subtree_end, n.subtree_tokens,
+               n.child_count
           FROM hrag.nodes n
-         WHERE n.document_id = doc AND n.id = ANY (node_ids)
+         WHERE n.document_id = coalesce(doc, n.document_id) AND n.id = ANY (node_ids)
     LOOP
         node_id := x.id;
-        document_id := doc;
+        document_id := x.document_id;
         depth := x.depth;
         title := x.title;
         heading_path := x.heading_path;
-        content := hrag._subtree_text(doc, x.seq, x.subtree_end);
+        content := hrag._subtree_text(x.document_id, x.seq, x.subtree_end);
         token_count := x.subtree_tokens;
         child_count := x.child_count;
         RETURN NEXT;
@@ -502,7 +534,7 @@ END
 $$;
 
 -- COMMENT: FUNCTION _node_rows_document(doc uuid, node_ids uuid[])
-COMMENT ON FUNCTION hrag._node_rows_document(doc uuid, node_ids uuid[]) IS 'internal: per document (one shard on Citus), nodes with their full text, not part of the API';
+COMMENT ON FUNCTION hrag._node_rows_document(doc uuid, node_ids uuid[]) IS 'internal: per document (one shard on Citus; doc NULL: every document of the nodes), nodes with their full text, not part of the API';
 
 -- FUNCTION: _node_rows_each(uuid[], uuid[])
 CREATE FUNCTION hrag._node_rows_each(node_ids uuid[], document_ids uuid[]) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, token_count integer, child_count integer)
@@ -511,18 +543,28 @@ CREATE FUNCTION hrag._node_rows_each(node_ids uuid[], document_ids uuid[]) RETUR
 DECLARE
     this_doc uuid;
     doc_ids  uuid[];
+    -- Where hrag.nodes is distributed (Citus): one call per document, each
+    -- delegated to its document's worker.  Elsewhere: one call for all the
+    -- documents (doc NULL), no per-document overhead.
+    per_document boolean := to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL;
 BEGIN
-    FOR this_doc IN SELECT DISTINCT h.doc FROM unnest(document_ids) AS h(doc) WHERE h.doc IS NOT NULL LOOP
+    IF per_document THEN
+        per_document := EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition
+                                 WHERE logicalrelid = 'hrag.nodes'::regclass);
+    END IF;
+    FOR this_doc IN SELECT DISTINCT CASE WHEN per_document THEN h.doc END
+                      FROM unnest(document_ids) AS h(doc) WHERE h.doc IS NOT NULL LOOP
         doc_ids := ARRAY(SELECT h.id FROM unnest(node_ids, document_ids) WITH ORDINALITY AS h(id, doc, ord)
-                          WHERE h.doc = this_doc ORDER BY h.ord);
+                          WHERE h.doc = coalesce(this_doc, h.doc) ORDER BY h.ord);
         -- a statement of its own, so Citus delegates it to the document's worker
+        -- (this_doc NULL: all the documents at once)
         RETURN QUERY SELECT * FROM hrag._node_rows_document(this_doc, doc_ids);
     END LOOP;
 END
 $$;
 
 -- COMMENT: FUNCTION _node_rows_each(node_ids uuid[], document_ids uuid[])
-COMMENT ON FUNCTION hrag._node_rows_each(node_ids uuid[], document_ids uuid[]) IS 'internal: hrag._node_rows_document for each document of the nodes, not part of the API';
+COMMENT ON FUNCTION hrag._node_rows_each(node_ids uuid[], document_ids uuid[]) IS 'internal: hrag._node_rows_document for each document of the nodes on Citus, once for all of them elsewhere, not part of the API';
 
 -- FUNCTION: _parent_child_hits(uuid[], uuid[], real[], integer, integer)
 CREATE FUNCTION hrag._parent_child_hits(node_ids uuid[], document_ids uuid[], scores real[], max_parents integer, top_k_children integer) RETURNS TABLE(node_id uuid, document_id uuid, title text, heading_path text[], content text, score real, matched_children uuid[], rank integer, token_count integer)
@@ -618,17 +660,17 @@ CREATE FUNCTION hrag._parents_document(doc uuid, node_ids uuid[], ords bigint[])
 #variable_conflict use_column
 BEGIN
     RETURN QUERY
-    SELECT doc, h.ord, up.id, up.seq, up.subtree_end
+    SELECT n.document_id, h.ord, up.id, up.seq, up.subtree_end
       FROM unnest(node_ids, ords) AS h(id, ord)
-      JOIN hrag.nodes n ON n.document_id = doc AND n.id = h.id
-      JOIN hrag.nodes p ON p.document_id = doc AND p.id = n.parent_id
-      JOIN hrag.nodes up ON up.document_id = doc
+      JOIN hrag.nodes n ON n.document_id = coalesce(doc, n.document_id) AND n.id = h.id
+      JOIN hrag.nodes p ON p.document_id = coalesce(doc, n.document_id) AND p.id = n.parent_id
+      JOIN hrag.nodes up ON up.document_id = coalesce(doc, n.document_id)
                         AND up.id = CASE WHEN p.kind = 'group' THEN p.parent_id ELSE p.id END;
 END
 $$;
 
 -- COMMENT: FUNCTION _parents_document(doc uuid, node_ids uuid[], ords bigint[])
-COMMENT ON FUNCTION hrag._parents_document(doc uuid, node_ids uuid[], ords bigint[]) IS 'internal: per document (one shard on Citus), the parent each hit expands to, not part of the API';
+COMMENT ON FUNCTION hrag._parents_document(doc uuid, node_ids uuid[], ords bigint[]) IS 'internal: per document (one shard on Citus; doc NULL: every document of the nodes), the parent each hit expands to, not part of the API';
 
 -- FUNCTION: _parents_each(uuid[], uuid[])
 CREATE FUNCTION hrag._parents_each(node_ids uuid[], document_ids uuid[]) RETURNS TABLE(document_id uuid, ord bigint, parent_id uuid, seq integer, subtree_end integer)
@@ -638,19 +680,29 @@ DECLARE
     this_doc uuid;
     doc_ids  uuid[];
     doc_ords bigint[];
+    -- Where hrag.nodes is distributed (Citus): one call per document, each
+    -- delegated to its document's worker.  Elsewhere: one call for all the
+    -- documents (doc NULL), no per-document overhead.
+    per_document boolean := to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL;
 BEGIN
-    FOR this_doc IN SELECT DISTINCT h.doc FROM unnest(document_ids) AS h(doc) WHERE h.doc IS NOT NULL LOOP
+    IF per_document THEN
+        per_document := EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition
+                                 WHERE logicalrelid = 'hrag.nodes'::regclass);
+    END IF;
+    FOR this_doc IN SELECT DISTINCT CASE WHEN per_document THEN h.doc END
+                      FROM unnest(document_ids) AS h(doc) WHERE h.doc IS NOT NULL LOOP
         SELECT array_agg(h.id ORDER BY h.ord), array_agg(h.ord ORDER BY h.ord) INTO doc_ids, doc_ords
           FROM unnest(node_ids, document_ids) WITH ORDINALITY AS h(id, doc, ord)
-         WHERE h.doc = this_doc;
+         WHERE h.doc = coalesce(this_doc, h.doc);
         -- a statement of its own, so Citus delegates it to the document's worker
+        -- (this_doc NULL: all the documents at once)
         RETURN QUERY SELECT * FROM hrag._parents_document(this_doc, doc_ids, doc_ords);
     END LOOP;
 END
 $$;
 
 -- COMMENT: FUNCTION _parents_each(node_ids uuid[], document_ids uuid[])
-COMMENT ON FUNCTION hrag._parents_each(node_ids uuid[], document_ids uuid[]) IS 'internal: hrag._parents_document for each document of the hits, not part of the API';
+COMMENT ON FUNCTION hrag._parents_each(node_ids uuid[], document_ids uuid[]) IS 'internal: hrag._parents_document for each document of the hits on Citus, once for all of them elsewhere, not part of the API';
 
 -- FUNCTION: _retrieve_hits(uuid[], uuid[], real[], integer)
 CREATE FUNCTION hrag._retrieve_hits(node_ids uuid[], document_ids uuid[], scores real[], max_tokens integer) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer, reason text)
