@@ -105,3 +105,35 @@ def test_after_the_upgrade_re_ingesting_updates_documents_in_place(populated_pre
     assert {r.status for r in _ingest(url, "default", force=True)} == {"updated"}
     with psycopg.connect(_libpq(url)) as conn:
         assert conn.execute("SELECT count(*) FROM hrag.documents").fetchone() == (6,)
+
+
+def _retrieval(url: str) -> list[object]:
+    """Every retrieval function's rows for a few fixed query vectors (stored leaf embeddings)."""
+    with psycopg.connect(_libpq(url)) as conn:
+        leaves = conn.execute("SELECT embedding::text, content FROM hrag.nodes WHERE embedding IS NOT NULL "
+                              "AND collection = 'default' ORDER BY document_id, seq LIMIT 3").fetchall()
+        out: list[object] = []
+        for vector, text in leaves:
+            for sql in ("SELECT node_id, content, merged_from FROM hrag.auto_merge(%s::vector, 6, 0.5, 'default')",
+                        "SELECT node_id, content FROM hrag.parent_child(%s::vector, 6, 2, 'default')"):
+                out.append(conn.execute(sql, (vector,)).fetchall())
+            out.append(conn.execute("SELECT node_id, content, reason FROM hrag.retrieve(%s::vector, %s, 400, "
+                                    "'default') ORDER BY rank", (vector, text)).fetchall())
+        return out
+
+
+def test_upgrading_a_populated_install_to_head_keeps_every_row_and_the_same_answers(
+    populated_previous_install: str,
+) -> None:
+    """Through every later revision (0010, 0011: retrieval as per-document steps) nothing stored changes."""
+    url = populated_previous_install
+    migrate.upgrade(url, REVISION)
+    before, answers = _contents(url), _retrieval(url)
+    assert all(answers)
+
+    migrate.upgrade(url)  # head
+
+    assert _contents(url) == before
+    assert _retrieval(url) == answers
+    with psycopg.connect(_libpq(url)) as conn:
+        assert conn.execute("SELECT * FROM hrag.check_integrity()").fetchall() == []
