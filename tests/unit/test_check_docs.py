@@ -32,23 +32,23 @@ def _readme(tmp_path: Path, old: str, new: str) -> Path:
 
 def test_a_figure_missing_from_its_results_file_is_reported(check_docs: ModuleType, tmp_path: Path) -> None:
     # The stale figure of issue 14: 0.69 came from a replaced run.
-    readme = _readme(tmp_path, "is 0.58 with", "is 0.58–0.69 with")
+    readme = _readme(tmp_path, "is 0.635 with", "is 0.635–0.69 with")
     problems = check_docs.check(readme)
     assert any("figure '0.69' is not in bench/results/scale-full.md" in p for p in problems), problems
 
 
 def test_figures_of_older_code_need_an_explicit_measured_at(check_docs: ModuleType, tmp_path: Path) -> None:
-    readme = _readme(tmp_path, "hrag-pg's figures were\nmeasured at 2418218;", "hrag-pg's figures were\nfresh;")
+    readme = _readme(tmp_path, "hrag-pg was measured at 59b2b98, with", "hrag-pg was measured with")
     problems = check_docs.check(readme)
-    assert any("bench/results/full.md measured commit 2418218, but hrag_pg/ or sql/ changed since" in p
+    assert any(("bench/results/full.md measured commit" in p and "but hrag_pg/ or sql/ changed since" in p)
                or "not in this shallow clone" in p for p in problems), problems
 
 
 def test_a_wrong_measured_at_is_reported(check_docs: ModuleType, tmp_path: Path) -> None:
-    readme = _readme(tmp_path, "SQL on synthetic trees (D=384; measured at 3a6c9c8",
-                     "SQL on synthetic trees (D=384; measured at 2418218")
+    readme = _readme(tmp_path, "`bench/sql_latency.py --full`, measured at\n961b785",
+                     "`bench/sql_latency.py --full`, measured at\n2418218")
     problems = check_docs.check(readme)
-    assert any("scale-full.md records no commit and was last written at" in p for p in problems), problems
+    assert any("says 'measured at 2418218' but bench/results/scale-full.md records" in p for p in problems), problems
 
 
 def test_an_uncited_paragraph_with_figures_is_reported(check_docs: ModuleType, tmp_path: Path) -> None:
