@@ -404,16 +404,16 @@ def test_ctrl_c_during_ingest_exits_130_with_one_line(tmp_path: Path, db_url: st
     import signal
     import time
 
-    # enough work (about 2,400 texts) that the ingestion is still running when the signal comes,
-    # however fast the machine: 60 documents were done in under 8 s on an idle one
-    for i in range(1200):
+    # enough work (about 600 texts) that the ingestion is still running when the signal comes:
+    # 60 documents could be done in under 8 s on an idle machine
+    for i in range(300):
         (tmp_path / f"doc{i:04}.md").write_text(f"# Doc {i}\n\n" + f"A paragraph about pelican {i}. " * 40 + "\n")
     env = {**os.environ, "HRAG_DATABASE_URL": db_url, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
     process = subprocess.Popen([sys.executable, "-m", "hrag_pg.cli", "ingest", str(tmp_path), "-c", "big"],
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(8)  # imports done, model loading or documents being written
     process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=120)
+    _, stderr = process.communicate(timeout=300)
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr and stderr.strip().splitlines()[-1] == "error: interrupted"
 
