@@ -409,8 +409,12 @@ def test_ctrl_c_during_ingest_exits_130_with_one_line(tmp_path: Path, db_url: st
     for i in range(300):
         (tmp_path / f"doc{i:04}.md").write_text(f"# Doc {i}\n\n" + f"A paragraph about pelican {i}. " * 40 + "\n")
     env = {**os.environ, "HRAG_DATABASE_URL": db_url, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    # A foreground command in a terminal gets Ctrl-C with SIGINT at its default disposition; a test run
+    # started in the background (`cmd &` in a script) inherits SIGINT *ignored*, and Python then never
+    # raises KeyboardInterrupt. Restore the default so the test sees what a user's terminal gives.
     process = subprocess.Popen([sys.executable, "-m", "hrag_pg.cli", "ingest", str(tmp_path), "-c", "big"],
-                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(8)  # imports done, model loading or documents being written
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=300)
