@@ -515,14 +515,14 @@ class Repository:
                 raise first from None
 
     def _fetch(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """One read statement, in autocommit: no BEGIN and ROLLBACK round trips around it."""
         with self._reading() as conn:
+            conn = conn.execution_options(isolation_level="AUTOCOMMIT")
             try:
                 with _driver(conn).cursor(row_factory=dict_row) as cur:
                     rows = cur.execute(sql, params).fetchall()
             except psycopg.errors.DataError as exc:
                 raise from_database(exc) from exc
-            finally:
-                conn.rollback()
         return rows
 
     def search(self, search: queries.Search, k: int = 20) -> list[SearchHit]:

@@ -172,31 +172,31 @@ $$;
 COMMENT ON FUNCTION hrag._auto_merge_ranked(node_ids uuid[], document_ids uuid[], scores real[], merge_threshold real) IS 'internal: the auto-merge of hits with their documents, in rank order, not part of the API';
 
 -- FUNCTION: _budget_candidates_document(uuid, uuid[], real[], double precision[])
-CREATE FUNCTION hrag._budget_candidates_document(doc uuid, node_ids uuid[], scores real[], weights double precision[]) RETURNS TABLE(node_id uuid, document_id uuid, evidence double precision, best real, hits bigint, seq integer, subtree_end integer, subtree_tokens integer, child_count integer, depth integer)
+CREATE FUNCTION hrag._budget_candidates_document(doc uuid, node_ids uuid[], scores real[], weights double precision[]) RETURNS TABLE(node_id uuid, document_id uuid, evidence double precision, best real, hits bigint, children_hit bigint, seq integer, subtree_end integer, subtree_tokens integer, child_count integer, depth integer)
     LANGUAGE plpgsql STABLE ROWS 100
     AS $$
 #variable_conflict use_column
 BEGIN
     RETURN QUERY
     WITH RECURSIVE
+    -- every hit's path to its root; `via` is the child the climb came from
+    -- (the node's own columns ride along, so the candidates need no second lookup)
     chain AS (
-        SELECT w.id AS hit, w.score, w.weight, n.id AS node, n.document_id, n.parent_id
+        SELECT w.id AS hit, w.score, w.weight, n.id AS node, n.document_id, n.parent_id, NULL::uuid AS via,
+               n.seq, n.subtree_end, n.subtree_tokens, n.child_count, n.depth
           FROM unnest(node_ids, scores, weights) AS w(id, score, weight)
           JOIN hrag.nodes n ON n.document_id = coalesce(doc, n.document_id) AND n.id = w.id
         UNION ALL
-        SELECT c.hit, c.score, c.weight, p.id, p.document_id, p.parent_id
+        SELECT c.hit, c.score, c.weight, p.id, p.document_id, p.parent_id, c.node,
+               p.seq, p.subtree_end, p.subtree_tokens, p.child_count, p.depth
           FROM chain c
           JOIN hrag.nodes p ON p.document_id = coalesce(doc, c.document_id) AND p.id = c.parent_id
-    ),
-    cand AS (
-        SELECT c.node, c.document_id, sum(c.weight) AS evidence, max(c.score) AS best, count(*) AS hits
-          FROM chain c
-         GROUP BY c.node, c.document_id
     )
-    SELECT cand.node, cand.document_id, cand.evidence, cand.best, cand.hits, n.seq, n.subtree_end,
-           n.subtree_tokens, n.child_count, n.depth
-      FROM cand
-      JOIN hrag.nodes n ON n.document_id = coalesce(doc, cand.document_id) AND n.id = cand.node;
+    -- (the evidence summed in hit order: the same float whatever the grouping)
+    SELECT c.node, c.document_id, sum(c.weight ORDER BY c.hit), max(c.score), count(*), count(DISTINCT c.via),
+           c.seq, c.subtree_end, c.subtree_tokens, c.child_count, c.depth
+      FROM chain c
+     GROUP BY c.node, c.document_id, c.seq, c.subtree_end, c.subtree_tokens, c.child_count, c.depth;
 END
 $$;
 
@@ -204,7 +204,7 @@ $$;
 COMMENT ON FUNCTION hrag._budget_candidates_document(doc uuid, node_ids uuid[], scores real[], weights double precision[]) IS 'internal: per document (one shard on Citus; doc NULL: every document of the nodes), the budget mode''s candidates on the hits'' paths, not part of the API';
 
 -- FUNCTION: _budget_candidates_each(uuid[], uuid[], real[], double precision[])
-CREATE FUNCTION hrag._budget_candidates_each(node_ids uuid[], document_ids uuid[], scores real[], weights double precision[]) RETURNS TABLE(node_id uuid, document_id uuid, evidence double precision, best real, hits bigint, seq integer, subtree_end integer, subtree_tokens integer, child_count integer, depth integer)
+CREATE FUNCTION hrag._budget_candidates_each(node_ids uuid[], document_ids uuid[], scores real[], weights double precision[]) RETURNS TABLE(node_id uuid, document_id uuid, evidence double precision, best real, hits bigint, children_hit bigint, seq integer, subtree_end integer, subtree_tokens integer, child_count integer, depth integer)
     LANGUAGE plpgsql STABLE ROWS 100
     AS $$
 DECLARE
@@ -237,8 +237,8 @@ $$;
 -- COMMENT: FUNCTION _budget_candidates_each(node_ids uuid[], document_ids uuid[], scores real[], weights double precision[])
 COMMENT ON FUNCTION hrag._budget_candidates_each(node_ids uuid[], document_ids uuid[], scores real[], weights double precision[]) IS 'internal: hrag._budget_candidates_document for each document of the hits on Citus, once for all of them elsewhere, not part of the API';
 
--- FUNCTION: _budget_rows_document(uuid, uuid[], text[], uuid[], real[], boolean)
-CREATE FUNCTION hrag._budget_rows_document(doc uuid, picked_ids uuid[], picked_why text[], node_ids uuid[], scores real[], over_budget boolean) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, token_count integer, reason text)
+-- FUNCTION: _budget_rows_document(uuid, uuid[], text[], integer[], uuid[], real[], boolean)
+CREATE FUNCTION hrag._budget_rows_document(doc uuid, picked_ids uuid[], picked_why text[], picked_children integer[], node_ids uuid[], scores real[], over_budget boolean) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, token_count integer, reason text)
     LANGUAGE plpgsql STABLE ROWS 10
     AS $$
 #variable_conflict use_column
@@ -253,36 +253,32 @@ BEGIN
              GROUP BY n.id, n.document_id, n.seq
         ),
         picked AS (
-            SELECT n.id, n.document_id, n.seq, n.subtree_end, pk.why
-              FROM unnest(picked_ids, picked_why) AS pk(id, why)
+            SELECT n.id, n.document_id, n.depth, n.title, n.heading_path, n.seq, n.subtree_end, n.subtree_tokens,
+                   n.child_count, pk.why, pk.children_hit
+              FROM unnest(picked_ids, picked_why, picked_children) AS pk(id, why, children_hit)
               JOIN hrag.nodes n ON n.document_id = coalesce(doc, n.document_id) AND n.id = pk.id
         ),
-        -- the hits inside each picked node, and how many of its children lead to one
+        -- the hits inside each picked node
         absorbed AS (
             SELECT p.id,
                    max(hit.score) AS best,
                    coalesce(array_agg(hit.id ORDER BY hit.score DESC, hit.id) FILTER (WHERE hit.id <> p.id), '{}')
                        AS merged_from,
-                   count(*) AS hits_inside,
-                   count(DISTINCT child.id) AS children_hit
+                   count(*) AS hits_inside
               FROM picked p
               JOIN hit ON hit.document_id = p.document_id AND hit.seq BETWEEN p.seq AND p.subtree_end
-              LEFT JOIN LATERAL (SELECT a.id FROM hrag.nodes a
-                                  WHERE a.parent_id = p.id AND a.document_id = coalesce(doc, p.document_id)
-                                    AND hit.seq BETWEEN a.seq AND a.subtree_end) AS child ON true
              GROUP BY p.id
         )
-        SELECT n.id, n.document_id, n.depth, n.title, n.heading_path, n.seq, n.subtree_end,
+        SELECT p.id, p.document_id, p.depth, p.title, p.heading_path, p.seq, p.subtree_end,
                a.best::real AS best, a.merged_from,
-               CASE WHEN n.child_count > 0 THEN (a.children_hit::real / n.child_count)::real END AS hit_ratio,
-               n.subtree_tokens,
+               CASE WHEN p.child_count > 0 THEN (p.children_hit::real / p.child_count)::real END AS hit_ratio,
+               p.subtree_tokens,
                CASE WHEN over_budget THEN p.why
                     WHEN p.why = 'hit' THEN 'direct hit'
-                    ELSE format('%s of %s children hit, %s hits inside', a.children_hit, n.child_count, a.hits_inside)
+                    ELSE format('%s of %s children hit, %s hits inside', p.children_hit, p.child_count, a.hits_inside)
                END AS reason
           FROM picked p
           JOIN absorbed a ON a.id = p.id
-          JOIN hrag.nodes n ON n.document_id = coalesce(doc, p.document_id) AND n.id = p.id
     LOOP
         node_id := x.id;
         document_id := x.document_id;
@@ -301,19 +297,20 @@ BEGIN
 END
 $$;
 
--- COMMENT: FUNCTION _budget_rows_document(doc uuid, picked_ids uuid[], picked_why text[], node_ids uuid[], scores real[], over_budget boolean)
-COMMENT ON FUNCTION hrag._budget_rows_document(doc uuid, picked_ids uuid[], picked_why text[], node_ids uuid[], scores real[], over_budget boolean) IS 'internal: per document (one shard on Citus; doc NULL: every document of the nodes), the chosen nodes with what they absorbed, not part of the API';
+-- COMMENT: FUNCTION _budget_rows_document(doc uuid, picked_ids uuid[], picked_why text[], picked_children integer[], node_ids uuid[], scores real[], over_budget boolean)
+COMMENT ON FUNCTION hrag._budget_rows_document(doc uuid, picked_ids uuid[], picked_why text[], picked_children integer[], node_ids uuid[], scores real[], over_budget boolean) IS 'internal: per document (one shard on Citus; doc NULL: every document of the nodes), the chosen nodes with what they absorbed, not part of the API';
 
--- FUNCTION: _budget_rows_each(uuid[], uuid[], text[], uuid[], uuid[], real[], boolean)
-CREATE FUNCTION hrag._budget_rows_each(picked_ids uuid[], picked_docs uuid[], picked_why text[], node_ids uuid[], document_ids uuid[], scores real[], over_budget boolean) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, token_count integer, reason text)
+-- FUNCTION: _budget_rows_each(uuid[], uuid[], text[], integer[], uuid[], uuid[], real[], boolean)
+CREATE FUNCTION hrag._budget_rows_each(picked_ids uuid[], picked_docs uuid[], picked_why text[], picked_children integer[], node_ids uuid[], document_ids uuid[], scores real[], over_budget boolean) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, token_count integer, reason text)
     LANGUAGE plpgsql STABLE ROWS 10
     AS $$
 DECLARE
-    this_doc   uuid;
-    doc_picked uuid[];
-    doc_why    text[];
-    doc_ids    uuid[];
-    doc_scores real[];
+    this_doc     uuid;
+    doc_picked   uuid[];
+    doc_why      text[];
+    doc_children integer[];
+    doc_ids      uuid[];
+    doc_scores   real[];
     -- Where hrag.nodes is distributed (Citus): one call per document, each
     -- delegated to its document's worker.  Elsewhere: one call for all the
     -- documents (doc NULL), no per-document overhead.
@@ -325,8 +322,10 @@ BEGIN
     END IF;
     FOR this_doc IN SELECT DISTINCT CASE WHEN per_document THEN p.doc END
                       FROM unnest(picked_docs) AS p(doc) WHERE p.doc IS NOT NULL LOOP
-        SELECT array_agg(p.id ORDER BY p.ord), array_agg(p.why ORDER BY p.ord) INTO doc_picked, doc_why
-          FROM unnest(picked_ids, picked_docs, picked_why) WITH ORDINALITY AS p(id, doc, why, ord)
+        SELECT array_agg(p.id ORDER BY p.ord), array_agg(p.why ORDER BY p.ord), array_agg(p.children ORDER BY p.ord)
+          INTO doc_picked, doc_why, doc_children
+          FROM unnest(picked_ids, picked_docs, picked_why, picked_children)
+               WITH ORDINALITY AS p(id, doc, why, children, ord)
          WHERE p.doc = coalesce(this_doc, p.doc);
         SELECT coalesce(array_agg(h.id ORDER BY h.ord), '{}'), coalesce(array_agg(h.score ORDER BY h.ord), '{}')
           INTO doc_ids, doc_scores
@@ -334,14 +333,14 @@ BEGIN
          WHERE h.doc = coalesce(this_doc, h.doc);
         -- a statement of its own, so Citus delegates it to the document's worker
         -- (this_doc NULL: all the documents at once)
-        RETURN QUERY SELECT * FROM hrag._budget_rows_document(this_doc, doc_picked, doc_why, doc_ids, doc_scores,
-                                                              over_budget);
+        RETURN QUERY SELECT * FROM hrag._budget_rows_document(this_doc, doc_picked, doc_why, doc_children, doc_ids,
+                                                              doc_scores, over_budget);
     END LOOP;
 END
 $$;
 
--- COMMENT: FUNCTION _budget_rows_each(picked_ids uuid[], picked_docs uuid[], picked_why text[], node_ids uuid[], document_ids uuid[], scores real[], over_budget boolean)
-COMMENT ON FUNCTION hrag._budget_rows_each(picked_ids uuid[], picked_docs uuid[], picked_why text[], node_ids uuid[], document_ids uuid[], scores real[], over_budget boolean) IS 'internal: hrag._budget_rows_document for each document of the chosen nodes on Citus, once for all of them elsewhere, not part of the API';
+-- COMMENT: FUNCTION _budget_rows_each(picked_ids uuid[], picked_docs uuid[], picked_why text[], picked_children integer[], node_ids uuid[], document_ids uuid[], scores real[], over_budget boolean)
+COMMENT ON FUNCTION hrag._budget_rows_each(picked_ids uuid[], picked_docs uuid[], picked_why text[], picked_children integer[], node_ids uuid[], document_ids uuid[], scores real[], over_budget boolean) IS 'internal: hrag._budget_rows_document for each document of the chosen nodes on Citus, once for all of them elsewhere, not part of the API';
 
 -- FUNCTION: _check_count(integer, text, integer)
 CREATE FUNCTION hrag._check_count(value integer, name text, max_value integer DEFAULT 1000) RETURNS void
@@ -722,7 +721,10 @@ DECLARE
     sel_end       integer[] := '{}';
     sel_tok       integer[] := '{}';
     sel_why       text[] := '{}';
+    sel_children  integer[] := '{}';
     alive         boolean[] := '{}';
+    cand_ids      uuid[] := '{}';
+    cand_children integer[] := '{}';
     inside        boolean;
     below_tokens  integer;
     below_any     boolean;
@@ -767,8 +769,8 @@ BEGIN
                        ORDER BY h.ord);
 
     FOR c IN
-        SELECT cand.node_id AS node, cand.evidence, cand.best, cand.hits, cand.document_id, cand.seq,
-               cand.subtree_end, cand.subtree_tokens, cand.child_count, cand.depth,
+        SELECT cand.node_id AS node, cand.evidence, cand.best, cand.hits, cand.children_hit, cand.document_id,
+               cand.seq, cand.subtree_end, cand.subtree_tokens, cand.child_count, cand.depth,
                cand.evidence / power(greatest(cand.subtree_tokens, 1), size_exponent) AS priority,
                -- share of the evidence over share of the searched text: 1 = no better than chance
                (cand.evidence / total_weight)
@@ -776,7 +778,10 @@ BEGIN
           FROM hrag._budget_candidates_each(hit_ids, hit_docs, hit_scores, hit_weights) AS cand
          ORDER BY priority DESC, cand.best DESC, cand.depth DESC, cand.node_id
     LOOP
-        EXIT WHEN floor_share > 0 AND first_priority IS NOT NULL AND c.priority < floor_share * first_priority;
+        -- every candidate's children with a hit below, for the fallback below
+        cand_ids := cand_ids || c.node;
+        cand_children := cand_children || c.children_hit::integer;
+        CONTINUE WHEN floor_share > 0 AND first_priority IS NOT NULL AND c.priority < floor_share * first_priority;
         CONTINUE WHEN c.lift < min_lift;
         CONTINUE WHEN c.subtree_tokens > max_tokens;
         inside := false;
@@ -812,11 +817,13 @@ BEGIN
         sel_tok := sel_tok || c.subtree_tokens;
         alive := alive || true;
         sel_why := sel_why || CASE WHEN c.hits = 1 AND c.child_count = 0 THEN 'hit' ELSE 'merged' END;
+        sel_children := sel_children || c.children_hit::integer;
     END LOOP;
 
     sel_why := ARRAY(SELECT w FROM unnest(sel_why, alive) WITH ORDINALITY AS x(w, a, i) WHERE a ORDER BY i);
     sel_ids := ARRAY(SELECT v FROM unnest(sel_ids, alive) WITH ORDINALITY AS x(v, a, i) WHERE a ORDER BY i);
     sel_docs := ARRAY(SELECT v FROM unnest(sel_doc, alive) WITH ORDINALITY AS x(v, a, i) WHERE a ORDER BY i);
+    sel_children := ARRAY(SELECT v FROM unnest(sel_children, alive) WITH ORDINALITY AS x(v, a, i) WHERE a ORDER BY i);
 
     IF cardinality(sel_ids) = 0 THEN
         -- No candidate was worth taking (or fitted): the best hit that fits, so a
@@ -830,13 +837,15 @@ BEGIN
           JOIN hrag.nodes n ON n.document_id = h.doc AND n.id = h.id
          ORDER BY n.subtree_tokens > max_tokens, h.score DESC, n.id
          LIMIT 1;
+        sel_children := ARRAY[coalesce(cand_children[array_position(cand_ids, sel_ids[1])], 0)];
     END IF;
 
     RETURN QUERY
     SELECT r.node_id, r.document_id, r.depth, r.title, r.heading_path, r.content, r.score, r.merged_from,
            r.hit_ratio, (row_number() OVER (ORDER BY r.score DESC, r.depth, r.node_id))::integer,
            r.token_count, r.reason
-      FROM hrag._budget_rows_each(sel_ids, sel_docs, sel_why, node_ids, document_ids, scores, over_budget) AS r
+      FROM hrag._budget_rows_each(sel_ids, sel_docs, sel_why, sel_children, node_ids, document_ids, scores,
+                                  over_budget) AS r
      ORDER BY r.score DESC, r.depth, r.node_id;
 END
 $$;
@@ -1158,7 +1167,7 @@ BEGIN
                               (3, 'hrag._auto_merge_document(uuid, uuid[], real[], real)', 'doc'),
                               (4, 'hrag._parents_document(uuid, uuid[], bigint[])', 'doc'),
                               (5, 'hrag._budget_candidates_document(uuid, uuid[], real[], double precision[])', 'doc'),
-                              (6, 'hrag._budget_rows_document(uuid, uuid[], text[], uuid[], real[], boolean)', 'doc'))
+                              (6, 'hrag._budget_rows_document(uuid, uuid[], text[], integer[], uuid[], real[], boolean)', 'doc'))
                        AS s(ord, fn, arg)
          ORDER BY ord
     LOOP
@@ -1434,18 +1443,20 @@ COMMENT ON FUNCTION hrag.repair_integrity() IS 'Recompute child counts, ranges a
 
 -- FUNCTION: retrieve(public.vector, text, integer, text, jsonb, integer, real)
 CREATE FUNCTION hrag.retrieve(query public.vector, query_text text DEFAULT NULL::text, max_tokens integer DEFAULT 2000, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb, top_k integer DEFAULT 30, lexical_weight real DEFAULT 0.3) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer, reason text)
-    LANGUAGE sql STABLE ROWS 10
+    LANGUAGE plpgsql STABLE ROWS 10
     AS $$
-    WITH hits AS (
-        SELECT s.node_id, s.document_id, s.score
-          FROM hrag.search_hybrid(query, query_text, top_k, collection, filter, lexical_weight) AS s
-    )
-    SELECT r.*
-      FROM hrag._retrieve_hits(ARRAY(SELECT h.node_id FROM hits h ORDER BY h.score DESC, h.node_id),
-                               ARRAY(SELECT h.document_id FROM hits h ORDER BY h.score DESC, h.node_id),
-                               ARRAY(SELECT h.score FROM hits h ORDER BY h.score DESC, h.node_id),
-                               max_tokens) AS r
-     ORDER BY r.rank
+DECLARE
+    hit_ids    uuid[];
+    hit_docs   uuid[];
+    hit_scores real[];
+BEGIN
+    SELECT coalesce(array_agg(s.node_id ORDER BY s.score DESC, s.node_id), '{}'),
+           coalesce(array_agg(s.document_id ORDER BY s.score DESC, s.node_id), '{}'),
+           coalesce(array_agg(s.score ORDER BY s.score DESC, s.node_id), '{}')
+      INTO hit_ids, hit_docs, hit_scores
+      FROM hrag.search_hybrid(query, query_text, top_k, collection, filter, lexical_weight, top_k) AS s;
+    RETURN QUERY SELECT * FROM hrag._retrieve_hits(hit_ids, hit_docs, hit_scores, max_tokens) AS r ORDER BY r.rank;
+END
 $$;
 
 -- COMMENT: FUNCTION retrieve(query public.vector, query_text text, max_tokens integer, collection text, filter jsonb, top_k integer, lexical_weight real)
@@ -1484,8 +1495,11 @@ CREATE FUNCTION hrag.search_hybrid(query public.vector, query_text text, k integ
     AS $$
 #variable_conflict use_column
 DECLARE
-    terms      text[];
-    idfs       real[];
+    -- The lexical candidates are the leaves holding the question's rarest
+    -- terms, as long as those terms are in at most this many leaves together.
+    rare_cap   constant integer := 300;
+    terms      text[] := '{}';
+    idfs       real[] := '{}';
     total      real;
     rare       text[] := '{}';
     rare_df    bigint := 0;
@@ -1507,13 +1521,12 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    terms := '{}';
-    idfs := '{}';
     IF lexical_weight > 0 THEN
+        -- rarest first: a term joins the rare set while the set stays within rare_cap leaves
         FOR term_row IN SELECT * FROM hrag._term_weights(hrag.lexical_terms(query_text), collection) LOOP
             terms := terms || term_row.term;
             idfs := idfs || term_row.idf;
-            IF cardinality(rare) = 0 OR rare_df + term_row.df <= 300 THEN
+            IF rare_df + term_row.df <= rare_cap THEN
                 rare := rare || term_row.term;
                 rare_df := rare_df + term_row.df;
             END IF;
@@ -1527,50 +1540,58 @@ BEGIN
         SELECT s.node_id, s.parent_id, s.document_id, s.score AS vector_score
           FROM hrag.search_leaves(query, candidates, collection, filter) AS s
     ),
+    -- Leaves holding a rare term, through the GIN index (at most rare_cap rows).
     lexical_hit AS (
         SELECT n.id AS node_id, n.parent_id, n.document_id, n.lexical_terms
           FROM hrag.nodes n
          WHERE cardinality(rare) > 0
            AND n.lexical_terms && rare
            AND n.lexical_terms IS NOT NULL
-           AND n.embedding IS NOT NULL
+           -- (not `n.embedding IS NOT NULL`: that matches the collection index's
+           -- predicate, and a generic plan then ANDs in a scan of that whole index)
+           AND coalesce(n.embedding IS NOT NULL, false)
            AND (search_hybrid.collection IS NULL OR n.collection = search_hybrid.collection)
            AND (search_hybrid.filter IS NULL
                 OR n.metadata @> search_hybrid.filter
                 OR EXISTS (SELECT 1 FROM hrag.documents d
                             WHERE d.id = n.document_id
                               AND (d.metadata || n.metadata) @> search_hybrid.filter))
-         LIMIT 1000
+         LIMIT rare_cap
+    ),
+    -- Their coverage of the question's terms (IDF-weighted), scored once.
+    lexical_scored AS (
+        SELECT l.node_id, l.parent_id, l.document_id,
+               ((SELECT sum(w.idf) FROM unnest(terms, idfs) AS w(term, idf) WHERE w.term = ANY (l.lexical_terms))
+                / total)::real AS lexical_score
+          FROM lexical_hit l
     ),
     lexical_best AS (
-        SELECT l.node_id, l.parent_id, l.document_id,
-               (SELECT sum(w.idf) FROM unnest(terms, idfs) AS w(term, idf) WHERE w.term = ANY (l.lexical_terms))
-                   / total AS lexical_score
-          FROM lexical_hit l
-         ORDER BY 4 DESC, l.node_id
-         LIMIT candidates
+        SELECT b.* FROM lexical_scored b ORDER BY b.lexical_score DESC, b.node_id LIMIT candidates
+    ),
+    vector_scored AS (
+        SELECT v.node_id, v.parent_id, v.document_id, v.vector_score,
+               coalesce(b.lexical_score,
+                        CASE WHEN total > 0
+                             THEN (SELECT coalesce(sum(w.idf), 0) / total
+                                     FROM hrag.nodes n, unnest(terms, idfs) AS w(term, idf)
+                                    WHERE n.document_id = v.document_id AND n.id = v.node_id
+                                      AND w.term = ANY (n.lexical_terms))
+                             ELSE 0 END)::real AS lexical_score
+          FROM vector_hit v
+          LEFT JOIN lexical_scored b ON b.node_id = v.node_id
     ),
     pool AS (
-        SELECT v.node_id, v.parent_id, v.document_id, v.vector_score FROM vector_hit v
+        SELECT * FROM vector_scored
         UNION ALL
-        SELECT b.node_id, b.parent_id, b.document_id, (1 - (n.embedding <=> query))::real
+        SELECT b.node_id, b.parent_id, b.document_id, (1 - (n.embedding <=> query))::real, b.lexical_score
           FROM lexical_best b
           JOIN hrag.nodes n ON n.document_id = b.document_id AND n.id = b.node_id
          WHERE NOT EXISTS (SELECT 1 FROM vector_hit v WHERE v.node_id = b.node_id)
     ),
-    scored AS (
-        SELECT p.node_id, p.parent_id, p.document_id, p.vector_score,
-               CASE WHEN total > 0
-                    THEN coalesce((SELECT sum(w.idf) FROM unnest(terms, idfs) AS w(term, idf)
-                                    WHERE w.term = ANY (n.lexical_terms)), 0) / total
-                    ELSE 0 END::real AS lexical_score
-          FROM pool p
-          JOIN hrag.nodes n ON n.document_id = p.document_id AND n.id = p.node_id
-    ),
     ranked AS (
-        SELECT s.*, ((1 - weight) * s.vector_score + weight * s.lexical_score)::real AS combined
-          FROM scored s
-         ORDER BY combined DESC, s.node_id
+        SELECT p.*, ((1 - weight) * p.vector_score + weight * p.lexical_score)::real AS combined
+          FROM pool p
+         ORDER BY combined DESC, p.node_id
          LIMIT k
     )
     SELECT r.node_id, r.parent_id, r.document_id, r.combined, r.vector_score, r.lexical_score

@@ -98,8 +98,9 @@ def test_a_per_document_step_over_all_documents_returns_the_union_of_its_per_doc
         "SELECT * FROM hrag._budget_candidates_document(%(doc)s, %(ids)s::uuid[], %(scores)s::real[], "
         "%(weights)s::float8[])": {"scores": scores, "weights": weights},
         # every hit picked as itself, and its root picked over it: what it absorbed
-        "SELECT * FROM hrag._budget_rows_document(%(doc)s, %(ids)s::uuid[], %(why)s::text[], %(ids)s::uuid[], "
-        "%(scores)s::real[], false)": {"scores": scores, "why": ["hit"] * len(ids)},
+        "SELECT * FROM hrag._budget_rows_document(%(doc)s, %(ids)s::uuid[], %(why)s::text[], %(children)s::int[], "
+        "%(ids)s::uuid[], %(scores)s::real[], false)":
+            {"scores": scores, "why": ["hit"] * len(ids), "children": [0] * len(ids)},
     }
     for sql, extra in steps.items():
         together, apart = _one_call_and_per_document(conn, sql, ids, docs, extra)
@@ -108,14 +109,14 @@ def test_a_per_document_step_over_all_documents_returns_the_union_of_its_per_doc
     roots = conn.execute("SELECT array_agg(id ORDER BY id), array_agg(document_id ORDER BY id) FROM hrag.nodes "
                          "WHERE parent_id IS NULL").fetchone()
     assert roots is not None
-    sql = ("SELECT * FROM hrag._budget_rows_document(%(doc)s, %(roots)s::uuid[], %(why)s::text[], %(ids)s::uuid[], "
-           "%(scores)s::real[], false)")
-    together = conn.execute(sql, {"doc": None, "roots": roots[0], "why": ["merged"] * len(roots[0]), "ids": ids,
-                                  "scores": scores}).fetchall()
+    sql = ("SELECT * FROM hrag._budget_rows_document(%(doc)s, %(roots)s::uuid[], %(why)s::text[], %(children)s::int[], "
+           "%(ids)s::uuid[], %(scores)s::real[], false)")
+    together = conn.execute(sql, {"doc": None, "roots": roots[0], "why": ["merged"] * len(roots[0]),
+                                  "children": [1] * len(roots[0]), "ids": ids, "scores": scores}).fetchall()
     apart = []
     for root, doc in zip(roots[0], roots[1], strict=True):
         mine = [(i, s) for i, d, s in zip(ids, docs, scores, strict=True) if d == doc]
-        apart += conn.execute(sql, {"doc": doc, "roots": [root], "why": ["merged"], "ids": [i for i, _ in mine],
-                                    "scores": [s for _, s in mine]}).fetchall()
+        apart += conn.execute(sql, {"doc": doc, "roots": [root], "why": ["merged"], "children": [1],
+                                    "ids": [i for i, _ in mine], "scores": [s for _, s in mine]}).fetchall()
     assert sorted(together, key=repr) == sorted(apart, key=repr)
     assert any(r[7] for r in together), "a root absorbed hits"

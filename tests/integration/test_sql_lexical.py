@@ -118,6 +118,40 @@ def test_the_lexical_channel_reads_its_gin_index_not_the_table(conn: psycopg.Con
     assert after[1] == before[1], "no sequential scan of hrag.nodes"
 
 
+
+def test_a_question_of_only_common_terms_adds_no_lexical_candidates(conn: psycopg.Connection) -> None:
+    """Every term of it is in 2,000 leaves: the GIN index would return rows in no useful order, so it is not read.
+
+    The vector candidates are still rescored by those terms; a question with a rare
+    term reads the index once.  Both run before the statistics are flushed, so the
+    index scan count says how many of the two read it.
+    """
+    _haystack(conn)
+    conn.commit()
+    conn.autocommit = True
+
+    def scans() -> tuple[int, int]:
+        """Scans of the lexical index, and sequential scans of hrag.nodes (the planner's other way to a common term)."""
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        return conn.execute(
+            "SELECT (SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'nodes_lexical_terms_idx'), "
+            "(SELECT seq_scan FROM pg_stat_user_tables WHERE schemaname = 'hrag' AND relname = 'nodes')"
+        ).fetchone()
+
+    before = scans()
+    common = conn.execute("SELECT node_id, lexical_score FROM hrag.search_hybrid(%s, %s, 12)",
+                          (QUERY, "Tracking the origin of requests in sections")).fetchall()
+    assert len(common) == 12 and all(score == 1.0 for _, score in common), "rescored by the common terms"
+    conn.execute("SELECT * FROM hrag.search_hybrid(%s, %s, 12)", (QUERY, QUESTION)).fetchall()
+    conn.execute("SELECT pg_stat_force_next_flush()")
+    conn.execute("SELECT 1")
+    deadline = time.monotonic() + 5
+    while scans()[0] == before[0] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    after = scans()
+    assert after[0] - before[0] == 1, "only the question with a rare term read the lexical index"
+    assert after[1] == before[1], "and neither question scanned hrag.nodes for lexical candidates"
+
 def test_statistics_follow_reingestion_and_deletion(conn: psycopg.Connection) -> None:
     ids = _haystack(conn, 100)
     df = "SELECT coalesce(sum(leaves), 0) FROM hrag.document_terms WHERE term = %s"

@@ -417,12 +417,12 @@ PROBES: dict[str, str] = {
     "hrag._budget_candidates_each(uuid[],uuid[],real[],double precision[])":
         "SELECT * FROM hrag._budget_candidates_each(%(b_leaves)s, %(b_docs)s, %(scores)s::real[], "
         "%(scores)s::float8[])",
-    "hrag._budget_rows_document(uuid,uuid[],text[],uuid[],real[],boolean)":
+    "hrag._budget_rows_document(uuid,uuid[],text[],integer[],uuid[],real[],boolean)":
         "SELECT * FROM hrag._budget_rows_document(%(b_doc)s, ARRAY[%(b_root)s]::uuid[], ARRAY['merged'], "
-        "%(b_leaves)s, %(scores)s::real[], false)",
-    "hrag._budget_rows_each(uuid[],uuid[],text[],uuid[],uuid[],real[],boolean)":
+        "ARRAY[1], %(b_leaves)s, %(scores)s::real[], false)",
+    "hrag._budget_rows_each(uuid[],uuid[],text[],integer[],uuid[],uuid[],real[],boolean)":
         "SELECT * FROM hrag._budget_rows_each(ARRAY[%(b_root)s]::uuid[], ARRAY[%(b_doc)s]::uuid[], "
-        "ARRAY['merged'], %(b_leaves)s, %(b_docs)s, %(scores)s::real[], false)",
+        "ARRAY['merged'], ARRAY[1], %(b_leaves)s, %(b_docs)s, %(scores)s::real[], false)",
     "hrag._retrieve_hits(uuid[],uuid[],real[],integer)":
         "SELECT * FROM hrag._retrieve_hits(%(b_leaves)s, %(b_docs)s, %(scores)s::real[], 100000)",
 }
