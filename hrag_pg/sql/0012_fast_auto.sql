@@ -121,16 +121,16 @@ BEGIN
     lexical_best AS (
         SELECT b.* FROM lexical_scored b ORDER BY b.lexical_score DESC, b.node_id LIMIT candidates
     ),
+    -- The vector candidates' coverage (already scored if also a lexical candidate).
     vector_scored AS (
         SELECT v.node_id, v.parent_id, v.document_id, v.vector_score,
                coalesce(b.lexical_score,
                         CASE WHEN total > 0
-                             THEN (SELECT coalesce(sum(w.idf), 0) / total
-                                     FROM hrag.nodes n, unnest(terms, idfs) AS w(term, idf)
-                                    WHERE n.document_id = v.document_id AND n.id = v.node_id
-                                      AND w.term = ANY (n.lexical_terms))
+                             THEN coalesce((SELECT sum(w.idf) FROM unnest(terms, idfs) AS w(term, idf)
+                                             WHERE w.term = ANY (n.lexical_terms)), 0) / total
                              ELSE 0 END)::real AS lexical_score
           FROM vector_hit v
+          JOIN hrag.nodes n ON n.document_id = v.document_id AND n.id = v.node_id
           LEFT JOIN lexical_scored b ON b.node_id = v.node_id
     ),
     pool AS (

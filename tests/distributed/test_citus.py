@@ -157,7 +157,7 @@ PER_DOCUMENT_FUNCTIONS = [
     "hrag._auto_merge_document(uuid, uuid[], real[], real)",
     "hrag._parents_document(uuid, uuid[], bigint[])",
     "hrag._budget_candidates_document(uuid, uuid[], real[], double precision[])",
-    "hrag._budget_rows_document(uuid, uuid[], text[], uuid[], real[], boolean)",
+    "hrag._budget_rows_document(uuid, uuid[], text[], integer[], uuid[], real[], boolean)",
 ]
 
 CALLS: dict[str, str] = {
