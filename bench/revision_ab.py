@@ -73,6 +73,8 @@ def main() -> int:
         register_vector(conn)
     timings: dict[tuple[str, str], list[float]] = {(s, r): [] for s in STATEMENTS for r in conns}
     same = total = 0
+    same_by: dict[str, int] = dict.fromkeys(STATEMENTS, 0)
+    total_by: dict[str, int] = dict.fromkeys(STATEMENTS, 0)
     for p in range(args.passes + 1):  # the first pass warms the caches
         for i, (q, v) in enumerate(zip(questions, vectors, strict=True)):
             for name, sql in STATEMENTS.items():
@@ -84,7 +86,9 @@ def main() -> int:
                     if p:
                         timings[(name, revision)].append((time.perf_counter() - started) * 1000)
                 total += 1
+                total_by[name] += 1
                 same += rows["head"] == rows[args.before]
+                same_by[name] += rows["head"] == rows[args.before]
             for conn in conns.values():
                 conn.rollback()
 
@@ -94,12 +98,13 @@ def main() -> int:
 
     print(f"{len(questions)} questions x {args.passes} passes after a warm-up; identical results: "
           f"{same}/{total}; load average {os.getloadavg()[0]:.1f}\n")
-    print(f"| statement | {args.before} p50 / p95 ms | head p50 / p95 ms | p50 head ÷ {args.before} |")
-    print("|---|---:|---:|---:|")
+    print(f"| statement | {args.before} p50 / p95 ms | head p50 / p95 ms | p50 head ÷ {args.before} | identical rows |")
+    print("|---|---:|---:|---:|---:|")
     for name in STATEMENTS:
         b50, b95 = stats(timings[(name, args.before)])
         h50, h95 = stats(timings[(name, "head")])
-        print(f"| {name} | {b50:.2f} / {b95:.2f} | {h50:.2f} / {h95:.2f} | {h50 / b50:.2f}× |")
+        print(f"| {name} | {b50:.2f} / {b95:.2f} | {h50:.2f} / {h95:.2f} | {h50 / b50:.2f}× | "
+              f"{same_by[name]}/{total_by[name]} |")
     return 0 if same == total else 1
 
 

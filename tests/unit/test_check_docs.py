@@ -38,9 +38,10 @@ def test_a_figure_missing_from_its_results_file_is_reported(check_docs: ModuleTy
 
 
 def test_figures_of_older_code_need_an_explicit_measured_at(check_docs: ModuleType, tmp_path: Path) -> None:
-    readme = _readme(tmp_path, "hrag-pg was measured at 59b2b98, with", "hrag-pg was measured with")
+    readme = _readme(tmp_path, "(measured at 4876567, same database", "(measured on the same database")
     problems = check_docs.check(readme)
-    assert any(("bench/results/full.md measured commit" in p and "but hrag_pg/ or sql/ changed since" in p)
+    assert any(("bench/results/revision-ab-0011-vs-0010-pgdocs.md measured commit" in p
+                and "but hrag_pg/ or sql/ changed since" in p)
                or "not in this shallow clone" in p for p in problems), problems
 
 
