@@ -723,8 +723,6 @@ DECLARE
     sel_why       text[] := '{}';
     sel_children  integer[] := '{}';
     alive         boolean[] := '{}';
-    cand_ids      uuid[] := '{}';
-    cand_children integer[] := '{}';
     inside        boolean;
     below_tokens  integer;
     below_any     boolean;
@@ -778,10 +776,7 @@ BEGIN
           FROM hrag._budget_candidates_each(hit_ids, hit_docs, hit_scores, hit_weights) AS cand
          ORDER BY priority DESC, cand.best DESC, cand.depth DESC, cand.node_id
     LOOP
-        -- every candidate's children with a hit below, for the fallback below
-        cand_ids := cand_ids || c.node;
-        cand_children := cand_children || c.children_hit::integer;
-        CONTINUE WHEN floor_share > 0 AND first_priority IS NOT NULL AND c.priority < floor_share * first_priority;
+        EXIT WHEN floor_share > 0 AND first_priority IS NOT NULL AND c.priority < floor_share * first_priority;
         CONTINUE WHEN c.lift < min_lift;
         CONTINUE WHEN c.subtree_tokens > max_tokens;
         inside := false;
@@ -837,7 +832,11 @@ BEGIN
           JOIN hrag.nodes n ON n.document_id = h.doc AND n.id = h.id
          ORDER BY n.subtree_tokens > max_tokens, h.score DESC, n.id
          LIMIT 1;
-        sel_children := ARRAY[coalesce(cand_children[array_position(cand_ids, sel_ids[1])], 0)];
+        -- (the rare path: the climb again, for that node's count of hit children)
+        sel_children := ARRAY[coalesce((SELECT cand.children_hit::integer
+                                          FROM hrag._budget_candidates_each(hit_ids, hit_docs, hit_scores,
+                                                                            hit_weights) AS cand
+                                         WHERE cand.node_id = sel_ids[1]), 0)];
     END IF;
 
     RETURN QUERY
@@ -1500,7 +1499,7 @@ DECLARE
     rare_cap   constant integer := 300;
     terms      text[] := '{}';
     idfs       real[] := '{}';
-    total      real;
+    total      real := 0;
     rare       text[] := '{}';
     rare_df    bigint := 0;
     weight     real;
@@ -1526,13 +1525,13 @@ BEGIN
         FOR term_row IN SELECT * FROM hrag._term_weights(hrag.lexical_terms(query_text), collection) LOOP
             terms := terms || term_row.term;
             idfs := idfs || term_row.idf;
+            total := total + term_row.idf;
             IF rare_df + term_row.df <= rare_cap THEN
                 rare := rare || term_row.term;
                 rare_df := rare_df + term_row.df;
             END IF;
         END LOOP;
     END IF;
-    total := coalesce((SELECT sum(x) FROM unnest(idfs) AS x), 0);
     weight := CASE WHEN total > 0 THEN lexical_weight ELSE 0 END;
 
     RETURN QUERY

@@ -94,29 +94,37 @@ def test_cjk_text_is_matched_by_character_bigrams(conn: psycopg.Connection) -> N
     assert "対策" in conn.execute("SELECT hrag.lexical_terms('ウイルス対策ソフト')").fetchone()[0]
 
 
+def _scan_counts(conn: psycopg.Connection) -> tuple[int, int]:
+    """Scans of the lexical GIN index, and sequential scans of hrag.nodes (the planner's other way to a term)."""
+    conn.execute("SELECT pg_stat_clear_snapshot()")
+    row = conn.execute(
+        "SELECT (SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'nodes_lexical_terms_idx'), "
+        "(SELECT seq_scan FROM pg_stat_user_tables WHERE schemaname = 'hrag' AND relname = 'nodes')"
+    ).fetchone()
+    assert row is not None
+    return row
+
+
+def _scan_counts_after_flush(conn: psycopg.Connection, before: tuple[int, int]) -> tuple[int, int]:
+    """The counts once this session's statistics are flushed (waits up to 5 s for the index count to move)."""
+    conn.execute("SELECT pg_stat_force_next_flush()")
+    conn.execute("SELECT 1")
+    deadline = time.monotonic() + 5
+    while _scan_counts(conn)[0] == before[0] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return _scan_counts(conn)
+
+
 def test_the_lexical_channel_reads_its_gin_index_not_the_table(conn: psycopg.Connection) -> None:
     _haystack(conn)
     conn.commit()
     conn.autocommit = True
 
-    def counters() -> tuple[int, int]:
-        conn.execute("SELECT pg_stat_clear_snapshot()")
-        return conn.execute(
-            "SELECT (SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'nodes_lexical_terms_idx'), "
-            "(SELECT seq_scan FROM pg_stat_user_tables WHERE schemaname = 'hrag' AND relname = 'nodes')"
-        ).fetchone()
-
-    before = counters()
+    before = _scan_counts(conn)
     conn.execute("SELECT * FROM hrag.search_hybrid(%s, %s, 12)", (QUERY, QUESTION)).fetchall()
-    conn.execute("SELECT pg_stat_force_next_flush()")
-    conn.execute("SELECT 1")
-    deadline = time.monotonic() + 5
-    while counters()[0] == before[0] and time.monotonic() < deadline:
-        time.sleep(0.2)
-    after = counters()
+    after = _scan_counts_after_flush(conn, before)
     assert after[0] > before[0], "the GIN index on lexical_terms was scanned"
     assert after[1] == before[1], "no sequential scan of hrag.nodes"
-
 
 
 def test_a_question_of_only_common_terms_adds_no_lexical_candidates(conn: psycopg.Connection) -> None:
@@ -130,27 +138,15 @@ def test_a_question_of_only_common_terms_adds_no_lexical_candidates(conn: psycop
     conn.commit()
     conn.autocommit = True
 
-    def scans() -> tuple[int, int]:
-        """Scans of the lexical index, and sequential scans of hrag.nodes (the planner's other way to a common term)."""
-        conn.execute("SELECT pg_stat_clear_snapshot()")
-        return conn.execute(
-            "SELECT (SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'nodes_lexical_terms_idx'), "
-            "(SELECT seq_scan FROM pg_stat_user_tables WHERE schemaname = 'hrag' AND relname = 'nodes')"
-        ).fetchone()
-
-    before = scans()
+    before = _scan_counts(conn)
     common = conn.execute("SELECT node_id, lexical_score FROM hrag.search_hybrid(%s, %s, 12)",
                           (QUERY, "Tracking the origin of requests in sections")).fetchall()
     assert len(common) == 12 and all(score == 1.0 for _, score in common), "rescored by the common terms"
     conn.execute("SELECT * FROM hrag.search_hybrid(%s, %s, 12)", (QUERY, QUESTION)).fetchall()
-    conn.execute("SELECT pg_stat_force_next_flush()")
-    conn.execute("SELECT 1")
-    deadline = time.monotonic() + 5
-    while scans()[0] == before[0] and time.monotonic() < deadline:
-        time.sleep(0.2)
-    after = scans()
+    after = _scan_counts_after_flush(conn, before)
     assert after[0] - before[0] == 1, "only the question with a rare term read the lexical index"
     assert after[1] == before[1], "and neither question scanned hrag.nodes for lexical candidates"
+
 
 def test_statistics_follow_reingestion_and_deletion(conn: psycopg.Connection) -> None:
     ids = _haystack(conn, 100)
