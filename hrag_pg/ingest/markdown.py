@@ -1,16 +1,23 @@
-"""Markdown → tree by ATX headings (the "headings" strategy).
+"""Markdown → tree by headings (the "headings" strategy).
 
-Headings ``#``…``######`` become nested "section" nodes; the blocks under a
-heading (paragraphs, list items, fenced code, tables, block quotes) become its
-leaves.  A heading's ``content`` is its line as written (``## Install``) and
-its title the text without the markers; every node's ``separator`` is the
-text that stood before it (one blank line, two, none), so the root's full
-text is the document.  Lines starting with ``#`` inside fenced code are
-code, not headings (shell comments, Python comments).
+ATX headings ``#``…``######`` and setext headings (a paragraph underlined
+with ``===`` for level 1 or ``---`` for level 2) become nested "section"
+nodes; the blocks under a heading (paragraphs, list items, fenced code,
+tables, block quotes) become its leaves.  A heading's ``content`` is its
+lines as written (``## Install``, or ``Install`` and its underline) and its
+title the text without the markers (a setext heading's lines joined by one
+space); every node's ``separator`` is the text that stood before it (one
+blank line, two, none), so the root's full text is the document.  Lines
+starting with ``#`` inside fenced code are code, not headings (shell
+comments, Python comments).
 
 This is a line-oriented reader for the common subset of CommonMark, not a
-full implementation: setext headings and indented code blocks are read as
-paragraphs, which loses no text.
+full implementation: indented code blocks are read as paragraphs, which
+loses no text.  A setext underline counts only right after paragraph lines
+whose first line is neither indented four columns (indented code, such as
+psql output over a ``-----`` rule) nor itself an underline (YAML front
+matter between ``---`` lines stays text); an underline after a blank line,
+a list item or a block quote stays text as before.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ _CLOSING_HASHES_RE = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 _LIST_RE = re.compile(r"^([ \t]*)([-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
 _QUOTE_RE = re.compile(r"^ {0,3}>")
 _TABLE_DELIMITER_RE = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
+_SETEXT_UNDERLINE_RE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 
 
 def heading_of(line: str) -> tuple[int, str] | None:
@@ -186,11 +194,33 @@ class _Reader:
         self._leaf("item", start, self.i)
 
     def _paragraph(self) -> None:
+        """Lines up to the next blank line or block start, or a setext heading if they are underlined."""
         start = self.i
+        first = self.lines[start]
+        # Indented code (psql output over a rule) and front matter's opening "---" take no underline.
+        may_be_heading = _indent(first) < 4 and not _SETEXT_UNDERLINE_RE.match(first)
         self.i += 1
-        while self.i < len(self.lines) and not self._interrupts(self.lines[self.i]):
+        while self.i < len(self.lines):
+            line = self.lines[self.i]
+            underline = _SETEXT_UNDERLINE_RE.match(line) if may_be_heading else None
+            if underline:
+                self._setext_heading(start, 1 if underline.group(1)[0] == "=" else 2)
+                return
+            if self._interrupts(line):
+                break
             self.i += 1
         self._leaf("paragraph", start, self.i)
+
+    def _setext_heading(self, start: int, level: int) -> None:
+        """Lines ``start`` up to the underline at ``self.i`` as one heading of ``level``."""
+        text = " ".join(line.strip() for line in self.lines[start : self.i]).strip()
+        self.i += 1
+        if level == 1 and self.first_h1 is None:
+            self.first_h1 = text
+        taken = self.cursor.take(*self.cursor.lines_span(start, self.i))
+        assert taken is not None  # the first line is not blank
+        separator, content = taken
+        open_section(self.stack, level, text, content=content, separator=separator)
 
 
 def parse_markdown(text: str, source: str, *, title: str | None = None) -> DocumentTree:

@@ -115,8 +115,14 @@ _heading = st.builds(
     st.integers(1, 6),
     st.text(alphabet="abc 日本", min_size=1, max_size=10),
 )
+_setext = st.builds(
+    lambda text, mark, width: f"{text}\n{mark * width}",
+    st.text(alphabet="abc 日本", min_size=1, max_size=10),
+    st.sampled_from("=-"),
+    st.integers(1, 5),
+)
 _fence = st.builds(lambda body: f"```\n# {body}\n```", st.text(alphabet="abc #", max_size=10))
-_block = st.one_of(_heading, _words, _fence, st.builds(lambda w: f"- {w}", _words))
+_block = st.one_of(_heading, _setext, _words, _fence, st.builds(lambda w: f"- {w}", _words))
 
 
 @settings(max_examples=150, deadline=None)
@@ -156,3 +162,93 @@ def test_blank_lines_between_blocks_are_kept_as_separators() -> None:
     assert [(n.separator, n.content) for n, _ in tree.root.walk() if n.content][1:] == [
         ("\n\n\n", "One."), ("\n \n", "Two."), ("\n", "```\ncode\n```")]
     assert tree.root.full_text() == text
+
+
+# -- setext headings (a paragraph underlined with === or ---) ---------------------------------------
+
+_SETEXT_GUIDE = (
+    "BUG REPORTS\n===========\n\nHow to report.\n\n\n"
+    "Where to send\n-------------\nThe issue tracker.\n\n"
+    "### Mail\n\nThe list.\n\n"
+    "What to send\n------------\nA stack trace.\n\n"
+    "Appendix\n========\n\nEnd.\n"
+)
+
+
+def test_setext_headings_open_sections_by_level_mixed_with_atx_headings() -> None:
+    tree = parse_markdown(_SETEXT_GUIDE, "bugs.md")
+    assert shape(tree.root) == [
+        (0, "document", None),
+        (1, "section", "BUG REPORTS"),
+        (2, "paragraph", None),
+        (2, "section", "Where to send"),
+        (3, "paragraph", None),
+        (3, "section", "Mail"),
+        (4, "paragraph", None),
+        (2, "section", "What to send"),
+        (3, "paragraph", None),
+        (1, "section", "Appendix"),
+        (2, "paragraph", None),
+    ]
+    where = find(tree, "Where to send")
+    assert (where.content, where.title, where.metadata["level"]) == (
+        "Where to send\n-------------", "Where to send", 2)
+    assert find(tree, "BUG REPORTS").metadata["level"] == 1
+
+
+def test_setext_heading_text_and_separators_keep_the_document_byte_for_byte() -> None:
+    tree = parse_markdown(_SETEXT_GUIDE, "bugs.md")
+    assert_text_preserved(_SETEXT_GUIDE, tree)
+    assert_leaves_nonempty(tree)
+    assert tree.root.full_text() == _SETEXT_GUIDE.strip()
+    where = find(tree, "Where to send")
+    assert (where.separator, where.content) == ("\n\n\n", "Where to send\n-------------")
+
+
+def test_an_underlined_multi_line_paragraph_is_one_heading_titled_by_its_lines_joined() -> None:
+    text = "# Doc\n\nWhere to send\n   bug reports  \n---\nThe tracker.\n\nOne\n-\nTwo."
+    tree = parse_markdown(text, "x")
+    heading = find(tree, "Where to send bug reports")
+    assert (heading.kind, heading.content, heading.metadata["level"]) == (
+        "section", "Where to send\n   bug reports  \n---", 2)
+    assert [c.content for c in heading.children] == ["The tracker."]
+    assert find(tree, "One").content == "One\n-"  # a one-dash underline, not an empty list item
+    assert tree.root.full_text() == text
+
+
+def test_first_setext_h1_titles_the_document() -> None:
+    tree = parse_markdown("Preface.\n\nBUG REPORTS\n===========\n\n# Later\n\ntext", "bugs.md")
+    assert tree.title == "BUG REPORTS"
+    assert tree.root.title == "BUG REPORTS"
+
+
+def test_indented_code_over_a_dash_rule_under_a_setext_heading_stays_a_paragraph() -> None:
+    text = "Output\n------\n\n    count\n-------\n        3\n    (1 row)\n\nDone."
+    tree = parse_markdown(text, "psql.md")
+    assert shape(tree.root) == [
+        (0, "document", None),
+        (1, "section", "Output"),
+        (2, "paragraph", None),
+        (2, "paragraph", None),
+    ]
+    assert find(tree, "Output").children[0].content == "    count\n-------\n        3\n    (1 row)"
+    assert tree.root.full_text() == text
+
+
+def test_front_matter_between_dash_lines_stays_text_before_a_setext_title() -> None:
+    text = "---\ntitle: x\n---\n\nManual\n======\n\nBody."
+    tree = parse_markdown(text, "x")
+    assert [(c.kind, c.content) for c in tree.root.children] == [
+        ("paragraph", "---\ntitle: x\n---"), ("section", "Manual\n======")]
+    assert tree.title == "Manual"
+    assert tree.root.full_text() == text
+
+
+def test_dashes_after_a_list_item_a_quote_or_a_blank_line_are_not_headings() -> None:
+    text = "Setup\n=====\n\n- an item\n---\n\n> a quote\n---\n\nText.\n\n---\nmore"
+    tree = parse_markdown(text, "x")
+    setup = find(tree, "Setup")
+    assert [(c.kind, c.content) for c in setup.children] == [
+        ("item", "- an item\n---"), ("paragraph", "> a quote\n---"), ("paragraph", "Text."),
+        ("paragraph", "---\nmore")]
+    assert [n.key for n, _ in tree.root.walk() if n.kind == "section"] == ["Setup"]
