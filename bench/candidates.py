@@ -1,12 +1,13 @@
-"""How many vector candidates the hybrid auto-merge and parent-child need: 3 x k (the default) against k.
+"""How many vector candidates the hybrid auto-merge and parent-child need: 3 x k (before 0013) against max(k, 30).
 
     python bench/candidates.py        # on the databases bench/budget.py ingested
 
 For each budget database (the whole pgdocs, 40 pgdocs files, 40 pystdlib
 files), every question is asked in auto-merge and parent-child with their
-defaults, once with ``search_hybrid``'s default vector candidates (3 x k, at
-least 30: 36 for auto-merge, 60 for parent-child, which also ranks that many
-hits) and once with ``candidates=30``; recall after cutting the context at
+defaults, once with 3 x k vector candidates (``search_hybrid``'s default
+before revision 0013: 36 for auto-merge, 60 for parent-child, which also
+ranks that many hits) and once with the default since 0013, max(k, 30)
+(30 for both); recall after cutting the context at
 2,000 tokens, as ``budget.py`` scores it, and the SQL statement's p50 (best of
 3 per question).  Writes ``bench/results/candidates.md`` with the commit,
 date and load average.
@@ -56,7 +57,8 @@ def main() -> int:
         with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
             register_vector(conn)
             for mode in ("auto-merge", "parent-child"):
-                for label, candidates in (("3 × k (default)", None), ("30", 30)):
+                k = defaults.TOP_K if mode == "auto-merge" else defaults.TOP_K_CHILDREN
+                for label, candidates in (("3 × k (before 0013)", 3 * k), ("max(k, 30) (default)", None)):
                     recall: dict[str, list[float]] = {"narrow": [], "broad": []}
                     times = []
                     for q, v in zip(questions, vectors, strict=True):
@@ -82,7 +84,7 @@ def main() -> int:
                     print(lines[-1], flush=True)
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     header = [
-        "# Vector candidates for the hybrid auto-merge and parent-child: 3 × k against 30",
+        "# Vector candidates for the hybrid auto-merge and parent-child: 3 × k against max(k, 30)",
         "",
         f"`python bench/candidates.py` (see its docstring). Measured {now}, load average "
         f"{os.getloadavg()[0]:.1f}; hrag-pg commit: {git_revision()}",

@@ -35,6 +35,7 @@ HITS = ("ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id), "
         "ARRAY(SELECT score FROM hit ORDER BY score DESC, node_id)")
 STATEMENTS = {
     "search_hybrid(k=30)": "SELECT * FROM hrag.search_hybrid(%(q)s, %(qt)s, 30, 'bench')",
+    "search_hybrid(k=30, candidates=90)": "SELECT * FROM hrag.search_hybrid(%(q)s, %(qt)s, 30, 'bench', NULL, 0.3, 90)",
     "parent_child(20, 4)": "SELECT * FROM hrag.parent_child(%(q)s, 20, 4, 'bench')",
     "auto_merge(12, 0.5)": "SELECT * FROM hrag.auto_merge(%(q)s, 12, 0.5, 'bench')",
     "retrieve(2000)": "SELECT * FROM hrag.retrieve(%(q)s, %(qt)s, 2000, 'bench')",

@@ -153,7 +153,7 @@ def _count(value: Any, name: str) -> Any:
     """Refuse counts outside 1..MAX_COUNT here, naming the argument the caller gave.
 
     The SQL functions check the same range, but the hybrid statements pass
-    derived counts (the candidate pool is 3 x k), so checking in SQL alone
+    derived counts (the candidate pool is at least 30), so checking in SQL alone
     would name a number the caller never typed.  None passes (optional counts).
     """
     if value is None:
@@ -186,14 +186,14 @@ class Search:
     collection: str | None = None
     filter: dict[str, Any] | None = None
     lexical_weight: float = defaults.LEXICAL_WEIGHT
-    #: Vector candidates rescored by the hybrid score (None: 3 × k, at least 30, at most MAX_COUNT).
+    #: Vector candidates rescored by the hybrid score (None: k, at least 30).
     candidates: int | None = None
     min_relative_score: float | None = None
 
     def candidate_count(self, k: int) -> int:
         """How many vector candidates the hybrid score rescores (as hrag.search_hybrid defaults)."""
         if self.candidates is None:
-            return min(max(3 * k, 30), MAX_COUNT) if k <= MAX_COUNT else k
+            return max(k, 30)
         return max(self.candidates, k)
 
     @property

@@ -1510,7 +1510,7 @@ BEGIN
     IF candidates IS NOT NULL THEN
         PERFORM hrag._check_count(candidates, 'candidates');
     END IF;
-    candidates := greatest(coalesce(candidates, 3 * k), k, 30);
+    candidates := greatest(coalesce(candidates, k), 30);
     IF lexical_weight IS NULL OR lexical_weight < 0 OR lexical_weight > 1 OR lexical_weight = 'NaN' THEN
         RAISE EXCEPTION 'hrag: argument "lexical_weight" must be in [0, 1], got %', coalesce(lexical_weight::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
@@ -1557,7 +1557,7 @@ BEGIN
                               AND (d.metadata || n.metadata) @> search_hybrid.filter))
          LIMIT rare_cap
     ),
-    -- Their coverage of the question's terms (IDF-weighted), scored once.
+    -- Their coverage of the question's terms (IDF-weighted).
     lexical_scored AS (
         SELECT l.node_id, l.parent_id, l.document_id,
                ((SELECT sum(w.idf) FROM unnest(terms, idfs) AS w(term, idf) WHERE w.term = ANY (l.lexical_terms))
@@ -1567,17 +1567,16 @@ BEGIN
     lexical_best AS (
         SELECT b.* FROM lexical_scored b ORDER BY b.lexical_score DESC, b.node_id LIMIT candidates
     ),
-    -- The vector candidates' coverage (already scored if also a lexical candidate).
+    -- The vector candidates' coverage, scored here (looking it up among the
+    -- lexical rows was a nested loop over all of them for every candidate).
     vector_scored AS (
         SELECT v.node_id, v.parent_id, v.document_id, v.vector_score,
-               coalesce(b.lexical_score,
-                        CASE WHEN total > 0
-                             THEN coalesce((SELECT sum(w.idf) FROM unnest(terms, idfs) AS w(term, idf)
-                                             WHERE w.term = ANY (n.lexical_terms)), 0) / total
-                             ELSE 0 END)::real AS lexical_score
+               (CASE WHEN total > 0
+                     THEN coalesce((SELECT sum(w.idf) FROM unnest(terms, idfs) AS w(term, idf)
+                                     WHERE w.term = ANY (n.lexical_terms)), 0) / total
+                     ELSE 0 END)::real AS lexical_score
           FROM vector_hit v
           JOIN hrag.nodes n ON n.document_id = v.document_id AND n.id = v.node_id
-          LEFT JOIN lexical_scored b ON b.node_id = v.node_id
     ),
     pool AS (
         SELECT * FROM vector_scored

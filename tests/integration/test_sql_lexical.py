@@ -16,6 +16,7 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector
 
+from hrag_pg.queries import Search
 from tests.sqltree import DIM, Spec, insert_tree, unit
 
 QUERY = unit({0: 1.0})
@@ -159,3 +160,32 @@ def test_statistics_follow_reingestion_and_deletion(conn: psycopg.Connection) ->
     assert conn.execute(df, ("track-origin",)).fetchone()[0] == 0
     conn.execute("DELETE FROM hrag.documents WHERE id = %s", (document,))
     assert conn.execute("SELECT count(*) FROM hrag.document_terms").fetchone()[0] == 0
+
+
+def test_the_default_vector_candidates_are_k_but_at_least_30(conn: psycopg.Connection) -> None:
+    """search_hybrid rescores max(k, 30) vector candidates unless told otherwise, as Search.candidate_count says.
+
+    Both question terms are in more than 300 leaves, so there are no lexical
+    candidates: only a vector candidate can be returned.  The one leaf holding
+    both terms is the 33rd nearest: inside 3 x 12 = 36 candidates (the
+    default before revision 0013), outside max(12, 30).
+    """
+    leaves = []
+    for i in range(450):
+        words = (["alpha"] if i < 400 else []) + (["omega"] if i >= 100 or i == 32 else [])
+        cosine = 0.9 - i * 0.001  # the i-th leaf is the (i + 1)-th nearest
+        leaves.append(Spec(f"l{i}", f"Leaf {i}: {' '.join(words)}.",
+                           unit({0: cosine, 1 + i % (DIM - 1): float(np.sqrt(1 - cosine**2))}), kind="paragraph"))
+    built = insert_tree(conn, Spec("doc", kind="document", children=[Spec("s", "Section", children=leaves)]))
+    conn.execute("ANALYZE hrag.nodes")
+    both = built.ids["l32"]
+    question = "alpha omega"
+
+    def ranked(candidates: int | None) -> list[object]:
+        return [r[0] for r in conn.execute(
+            "SELECT node_id FROM hrag.search_hybrid(%s, %s, 12, NULL, NULL, 1, %s)", (QUERY, question, candidates))]
+
+    assert Search(query=QUERY, text=question).candidate_count(12) == 30
+    assert both not in ranked(None), "the default pool is the 30 nearest leaves"
+    assert ranked(None) == ranked(30)
+    assert ranked(36)[0] == both, "with 36 candidates the leaf holding both terms is found and ranks first"
