@@ -118,6 +118,10 @@ class _FastTokenizer:
     def encode(self, text: str, add_special_tokens: bool = False, verbose: bool = False) -> list[int]:
         return list(self._tokenizer.encode(text, add_special_tokens=add_special_tokens).ids)
 
+    def encode_batch(self, texts: list[str], add_special_tokens: bool = False) -> list[list[int]]:
+        # one call, encoded on the library's native threads: a document's texts at once
+        return [list(e.ids) for e in self._tokenizer.encode_batch(texts, add_special_tokens=add_special_tokens)]
+
 
 @lru_cache(maxsize=4)
 def _load_tokenizer(name_or_path: str) -> Any:
@@ -173,12 +177,12 @@ class SentenceTransformerEmbedder:
 
     @property
     def token_counter(self) -> TokenCounter:
-        if self._model is None:
-            # Counting needs only the tokenizer: loading it alone takes a fraction of the
-            # model's load time, so parsing and hashing (an unchanged re-ingest) skip the weights.
-            alone = _load_tokenizer(self.model_name)
-            if alone is not None:
-                return TokenizerCounter(alone)
+        # Counting needs only the tokenizer: loading it alone takes a fraction of the model's
+        # load time, so parsing and hashing (an unchanged re-ingest) skip the weights; and it
+        # counts a document's texts in one batch call (CachedCounter.prime), loaded model or not.
+        alone = _load_tokenizer(self.model_name)
+        if alone is not None:
+            return TokenizerCounter(alone)
         tokenizer = getattr(self.model, "tokenizer", None)
         return TokenizerCounter(tokenizer) if tokenizer is not None else ApproximateTokenCounter()
 

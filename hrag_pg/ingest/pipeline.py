@@ -145,5 +145,12 @@ def prepare_tree(
 ) -> FlatDocument:
     """Refine and flatten an already-built tree (for callers with their own parser)."""
     counter = counter if isinstance(counter, CachedCounter) else CachedCounter(counter)
+    # The refining steps count every node's text and the whole text of every section made
+    # of leaves (the parent limit), flatten every final node's text: count each set in one
+    # batch first (see CachedCounter.prime).
+    nodes = [node for node, _ in tree.root.walk()]
+    counter.prime([node.content for node in nodes]
+                  + [node.full_text() for node in nodes if node.children and all(c.is_leaf for c in node.children)])
     refine(tree, options, counter, question_generator)
+    counter.prime(node.content for node, _ in tree.root.walk())
     return flatten(tree, collection=collection, model_name=model_name, counter=counter)

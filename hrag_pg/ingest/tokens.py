@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 #: Han, Hiragana, Katakana, Hangul, CJK punctuation and full-width forms.
@@ -74,6 +75,13 @@ class TokenizerCounter:
         except TypeError:  # a tokenizer without the verbose flag
             return len(self.tokenizer.encode(text, add_special_tokens=False))
 
+    def count_many(self, texts: list[str]) -> list[int]:
+        """The counts of many texts, in one batch call where the tokenizer has one (else one by one)."""
+        encode_batch = getattr(self.tokenizer, "encode_batch", None)
+        if encode_batch is None:
+            return [self.count(text) for text in texts]
+        return [len(ids) for ids in encode_batch(texts, add_special_tokens=False)]
+
 
 class CachedCounter:
     """Remembers counts by text for one document's preparation.
@@ -92,6 +100,21 @@ class CachedCounter:
         if found is None:
             found = self._counts[text] = self.counter.count(text)
         return found
+
+    def prime(self, texts: Iterable[str]) -> None:
+        """Count ahead, in one batch, texts that will be asked for one at a time.
+
+        Re-ingesting an edited file spends most of its time preparing the
+        file, and most of that in hundreds of single tokenizer calls; one
+        batch call over the same texts gives the same counts in about half the
+        time.  Counters without a batch call are left to count lazily.
+        """
+        count_many = getattr(self.counter, "count_many", None)
+        if count_many is None:
+            return
+        missing = [text for text in dict.fromkeys(texts) if text not in self._counts]
+        if missing:
+            self._counts.update(zip(missing, count_many(missing), strict=True))
 
 
 DEFAULT_COUNTER: TokenCounter = ApproximateTokenCounter()

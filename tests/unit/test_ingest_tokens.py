@@ -93,3 +93,52 @@ def test_cached_counter_counts_each_text_once() -> None:
     cached = CachedCounter(Counting())
     assert [cached.count("a b"), cached.count("a b"), cached.count("c")] == [2, 2, 1]
     assert calls == ["a b", "c"]
+
+
+def test_priming_counts_the_missing_texts_in_one_batch_call() -> None:
+    from hrag_pg.ingest.tokens import CachedCounter
+
+    singles: list[str] = []
+    batches: list[list[str]] = []
+
+    class Batching:
+        def count(self, text: str) -> int:
+            singles.append(text)
+            return len(text.split())
+
+        def count_many(self, texts: list[str]) -> list[int]:
+            batches.append(texts)
+            return [len(text.split()) for text in texts]
+
+    cached = CachedCounter(Batching())
+    cached.count("a b")
+    cached.prime(["a b", "c d e", "c d e", "f"])
+    assert batches == [["c d e", "f"]], "one call, each missing text once"
+    assert [cached.count("c d e"), cached.count("f"), cached.count("g h")] == [3, 1, 2]
+    assert singles == ["a b", "g h"], "primed texts are not counted again"
+
+
+def test_a_document_prepared_with_batch_counts_matches_one_by_one_counts() -> None:
+    """The bundled model's tokenizer counts the same in one batch as text by text (ingestion primes with it)."""
+    from pathlib import Path
+
+    from hrag_pg.embedding import _load_tokenizer, default_model_path
+    from hrag_pg.ingest.pipeline import IngestOptions, prepare_file
+
+    tokenizer = _load_tokenizer(default_model_path())
+    assert tokenizer is not None
+    batching = TokenizerCounter(tokenizer)
+
+    class OneByOne:
+        def count(self, text: str) -> int:
+            return batching.count(text)
+
+    texts = ["", "plain words", "第8条 BYOD端末には、会社が指定するウイルス対策ソフトをインストールする。",
+             "a very long paragraph " * 400]
+    assert batching.count_many(texts) == [batching.count(text) for text in texts]
+    for name in ("guide.md", "work_rules_ja.md"):
+        fixture = Path(__file__).resolve().parents[1] / "fixtures" / name
+        primed = prepare_file(fixture, IngestOptions(), counter=batching)
+        lazy = prepare_file(fixture, IngestOptions(), counter=OneByOne())
+        assert [(n.id, n.token_count, n.subtree_tokens, n.content) for n in primed.nodes] == \
+            [(n.id, n.token_count, n.subtree_tokens, n.content) for n in lazy.nodes]
