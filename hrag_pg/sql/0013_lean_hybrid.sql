@@ -9,7 +9,8 @@
 --   loop, scanning all (up to 300) lexical rows once per vector candidate
 --   (about 7,000 row comparisons per question).  Each vector candidate is now
 --   scored directly: the same expression on the same row, so the same scores
---   and rows; simpler, and no slower (bench/results/revision-ab-0013-vs-0012).
+--   and rows; simpler, and no faster or slower (1.03x, within noise:
+--   bench/results/revision-ab-0013-vs-0012-pgdocs.md).
 -- * The default number of vector candidates is max(k, 30), not max(3 x k, 30)
 --   (this is where the time goes: fewer rows to rescore and rank).
 --   Measured with bench/candidates.py on three databases (the whole manual, 40
