@@ -28,6 +28,7 @@ from typing import Any
 
 import psycopg
 from pgvector.psycopg import register_vector
+from psycopg.rows import dict_row
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -35,7 +36,7 @@ import benchdb
 import common
 from run import git_revision
 
-from hrag_pg import db
+from hrag_pg import db, defaults, queries
 from hrag_pg.api import HRAG
 from hrag_pg.evaluation import snippets_found, truncate_passages, truncator_for
 from hrag_pg.ingest.pipeline import IngestOptions
@@ -43,19 +44,17 @@ from hrag_pg.ingest.pipeline import IngestOptions
 BUDGETS = (1000, 2000, 4000)
 COLLECTION = "bench"
 
-# The statements the Python layer sends with its defaults (see hrag_pg/queries.py).
-AUTO = "SELECT content FROM hrag.retrieve(%(q)s, %(qt)s, %(b)s, %(c)s) ORDER BY rank"
-AUTO_MERGE = """
-WITH hit AS (SELECT node_id, score
-               FROM hrag.search_hybrid(%(q)s, %(qt)s, hrag.sample_hits(12, %(c)s), %(c)s))
-SELECT content FROM hrag.auto_merge_hits(ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id),
-                                         ARRAY(SELECT score FROM hit ORDER BY score DESC, node_id), 0.5)
- ORDER BY rank"""
-PARENT_CHILD = """
-WITH hit AS (SELECT node_id, score FROM hrag.search_hybrid(%(q)s, %(qt)s, 60, %(c)s, NULL, 0.3, 60))
-SELECT content FROM hrag.parent_child_hits(ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id),
-                                           ARRAY(SELECT score FROM hit ORDER BY score DESC, node_id), 4, 20)
- ORDER BY rank"""
+
+
+def plans(vector: Any, question: str, budget: int) -> dict[str, tuple[str, dict[str, Any]]]:
+    """The statements the Python layer sends with its defaults (hrag_pg/queries.py builds them)."""
+    search = queries.Search(query=vector, text=question, collection=COLLECTION)
+    return {
+        "auto": queries.plan_retrieve(search, defaults.AUTO_TOP_K, budget),
+        "auto-merge": queries.plan_auto_merge(search, defaults.TOP_K, defaults.MERGE_THRESHOLD,
+                                              defaults.MAX_HIT_SHARE),
+        "parent-child": queries.plan_parent_child(search, defaults.TOP_K_CHILDREN, defaults.MAX_PARENTS, None),
+    }
 
 
 def main() -> int:
@@ -92,24 +91,26 @@ def main() -> int:
 
     truncator = truncator_for(hrag.embedder)
     vectors = hrag.embedder.embed([q["question"] for q in questions])
-    conn = psycopg.connect(db.libpq_url(url))
+    conn = psycopg.connect(db.libpq_url(url), row_factory=dict_row)
     register_vector(conn)
-    leaves, leaf_tokens = conn.execute(
-        "SELECT count(*), round(avg(token_count)) FROM hrag.nodes WHERE embedding IS NOT NULL").fetchone()
+    stats = conn.execute("SELECT count(*) AS leaves, round(avg(token_count)) AS tokens "
+                         "FROM hrag.nodes WHERE embedding IS NOT NULL").fetchone()
+    assert stats is not None
+    leaves, leaf_tokens = stats["leaves"], stats["tokens"]
 
     modes: list[tuple[str, str, list[int]]] = [
-        ("auto (hrag.retrieve, budget-aware)", AUTO, list(BUDGETS)),
-        ("auto-merge (top_k 12, threshold 0.5), cut", AUTO_MERGE, [0]),
-        ("parent-child (20 children, 4 parents), cut", PARENT_CHILD, [0]),
+        ("auto (hrag.retrieve, budget-aware)", "auto", list(BUDGETS)),
+        ("auto-merge (top_k 12, threshold 0.5), cut", "auto-merge", [0]),
+        ("parent-child (20 children, 4 parents), cut", "parent-child", [0]),
     ]
     rows: list[dict[str, Any]] = []
-    for label, sql, budgets in modes:
+    for label, mode, budgets in modes:
         for budget in budgets:
             contexts, latencies = [], []
             for q, v in zip(questions, vectors, strict=True):
+                sql, params = plans(v, q["question"], budget or defaults.MAX_TOKENS)[mode]
                 started = time.perf_counter()
-                passages = [r[0] for r in conn.execute(sql, {"q": v, "qt": q["question"], "b": budget or 2000,
-                                                             "c": COLLECTION})]
+                passages = [r["content"] for r in conn.execute(sql, params)]
                 latencies.append((time.perf_counter() - started) * 1000)
                 contexts.append(passages)
             for cut in (BUDGETS if budget == 0 else [budget]):

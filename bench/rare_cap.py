@@ -1,0 +1,128 @@
+"""How many leaves the lexical candidates may come from: search_hybrid's rare_cap (300) against smaller caps.
+
+    python bench/rare_cap.py        # on the databases bench/budget.py ingested
+
+``hrag.search_hybrid`` takes lexical candidates from the question's rarest
+terms while their document frequencies add up to at most ``rare_cap`` leaves
+(a constant, 300).  Those rows are most of the candidate stage's cost, so a
+smaller cap is faster; the question is what it costs in recall.  For each
+budget database (the whole pgdocs, 40 pgdocs files, 40 pystdlib files), inside
+one transaction that is rolled back (the database is never left changed),
+``search_hybrid`` is replaced by a copy whose cap is read from the setting
+``hrag.rare_cap``, and every question is asked with each cap: the budget mode
+at 1,000 / 2,000 / 4,000 tokens, auto-merge and parent-child (their
+defaults, the context cut at 2,000 tokens as ``budget.py`` does), and the
+budget mode's SQL p50 at 2,000 tokens.  Writes ``bench/results/rare-cap.md``
+with the commit, date and load average.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg.rows import dict_row
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import benchdb  # noqa: E402
+import common  # noqa: E402
+from candidates import DATABASES  # noqa: E402
+from run import git_revision  # noqa: E402
+
+from hrag_pg import db, defaults, queries  # noqa: E402
+from hrag_pg.embedding import default_embedder  # noqa: E402
+from hrag_pg.evaluation import snippets_found, truncate_passages, truncator_for  # noqa: E402
+
+CAPS = (300, 200, 100)
+BUDGETS = (1000, 2000, 4000)
+SIGNATURE = "hrag.search_hybrid(vector, text, integer, text, jsonb, real, integer, real)"
+CONSTANT = "rare_cap   constant integer := 300;"
+SETTING = "rare_cap   integer := hrag._setting('hrag.rare_cap', 300)::integer;"
+
+
+def with_settable_cap(conn: psycopg.Connection[Any]) -> None:
+    """Replace search_hybrid, in the open transaction, by a copy whose cap is the setting hrag.rare_cap."""
+    row = conn.execute(f"SELECT pg_get_functiondef('{SIGNATURE}'::regprocedure) AS source").fetchone()
+    assert row is not None
+    source: str = row["source"]
+    if CONSTANT not in source:
+        raise SystemExit(f"search_hybrid no longer declares {CONSTANT!r}: update bench/rare_cap.py")
+    conn.execute(source.replace(CONSTANT, SETTING))
+
+
+def main() -> int:
+    embedder = default_embedder()
+    truncator = truncator_for(embedder)
+    lines = []
+    for name, question_file, small in DATABASES:
+        database = f"hrag_bench_budget_{name.replace('-', '_')}"
+        url = db.libpq_url(db.sqlalchemy_url(benchdb._with_database(benchdb.maintenance_url(HERE / ".data" / "pg"),
+                                                                     database)))
+        corpus = common.DEFAULT_CORPUS if name.startswith("pgdocs") else HERE / ".data" / "corpora" / "pystdlib"
+        questions = common.read_questions(HERE / "questions" / question_file)
+        questions = common.answerable(questions, common.select_files(corpus, questions, small=small))
+        vectors = embedder.embed([q["question"] for q in questions])
+        with psycopg.connect(url, row_factory=dict_row) as conn:  # one transaction, rolled back below
+            register_vector(conn)
+            with_settable_cap(conn)
+            for cap in CAPS:
+                conn.execute(f"SET LOCAL hrag.rare_cap = {cap}")
+                cells = []
+                for mode, budgets in (("auto", BUDGETS), ("auto-merge", (0,)), ("parent-child", (0,))):
+                    for budget in budgets:
+                        recall: dict[str, list[float]] = {"narrow": [], "broad": []}
+                        times = []
+                        for q, v in zip(questions, vectors, strict=True):
+                            search = queries.Search(query=v, text=q["question"], collection="bench")
+                            if mode == "auto":
+                                sql, params = queries.plan_retrieve(search, defaults.AUTO_TOP_K, budget)
+                            elif mode == "auto-merge":
+                                sql, params = queries.plan_auto_merge(search, defaults.TOP_K, defaults.MERGE_THRESHOLD,
+                                                                      defaults.MAX_HIT_SHARE)
+                            else:
+                                sql, params = queries.plan_parent_child(search, defaults.TOP_K_CHILDREN,
+                                                                        defaults.MAX_PARENTS, None)
+                            started = time.perf_counter()
+                            rows = conn.execute(sql, params).fetchall()
+                            times.append((time.perf_counter() - started) * 1000)
+                            kept = truncate_passages([r["content"] for r in rows], budget or 2000, truncator)
+                            found = snippets_found(kept, q["evidence"])
+                            recall[q["kind"]].append(sum(found) / len(found))
+                        narrow, broad = statistics.mean(recall["narrow"]), statistics.mean(recall["broad"])
+                        cells.append(f"{narrow:.2f} / {broad:.2f}")
+                        if mode == "auto" and budget == 2000:
+                            auto_p50 = statistics.median(times)
+                lines.append(f"| {name} | {cap} | {' | '.join(cells)} | {auto_p50:.2f} |")
+                print(lines[-1], flush=True)
+            conn.rollback()
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    header = [
+        "# Lexical candidates from at most rare_cap leaves: 300 (search_hybrid's constant) against smaller caps",
+        "",
+        f"`python bench/rare_cap.py` (see its docstring). Measured {now}, load average "
+        f"{os.getloadavg()[0]:.1f}; hrag-pg commit: {git_revision()}",
+        "",
+        "Recall narrow / broad; auto-merge and parent-child cut at 2,000 tokens; p50: the budget mode's SQL "
+        "statement at 2,000 tokens, one pass.",
+        "",
+        "| database | rare_cap | auto @1,000 | auto @2,000 | auto @4,000 | auto-merge @2,000 | parent-child @2,000 "
+        "| auto p50 ms |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    out = HERE / "results" / "rare-cap.md"
+    out.write_text("\n".join(header + lines) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
