@@ -45,16 +45,30 @@ BUDGETS = (1000, 2000, 4000)
 COLLECTION = "bench"
 
 
+def plan(mode: str, search: queries.Search, budget: int) -> tuple[str, dict[str, Any]]:
+    """The statement the Python layer sends for ``mode`` with its defaults (hrag_pg/queries.py builds it)."""
+    if mode == "auto":
+        return queries.plan_retrieve(search, defaults.AUTO_TOP_K, budget)
+    if mode == "auto-merge":
+        return queries.plan_auto_merge(search, defaults.TOP_K, defaults.MERGE_THRESHOLD, defaults.MAX_HIT_SHARE)
+    return queries.plan_parent_child(search, defaults.TOP_K_CHILDREN, defaults.MAX_PARENTS, None)
 
-def plans(vector: Any, question: str, budget: int) -> dict[str, tuple[str, dict[str, Any]]]:
-    """The statements the Python layer sends with its defaults (hrag_pg/queries.py builds them)."""
-    search = queries.Search(query=vector, text=question, collection=COLLECTION)
-    return {
-        "auto": queries.plan_retrieve(search, defaults.AUTO_TOP_K, budget),
-        "auto-merge": queries.plan_auto_merge(search, defaults.TOP_K, defaults.MERGE_THRESHOLD,
-                                              defaults.MAX_HIT_SHARE),
-        "parent-child": queries.plan_parent_child(search, defaults.TOP_K_CHILDREN, defaults.MAX_PARENTS, None),
-    }
+
+def recall_by_kind(questions: list[dict[str, Any]], contexts: list[list[str]], budget: int,
+                   truncator: Any) -> tuple[float, float, list[list[str]]]:
+    """Mean narrow and broad recall of the contexts cut at ``budget``, and what was kept of each.
+
+    A question's recall is the share of its evidence snippets found verbatim in
+    one passage, after the passages are cut at the budget in their own order.
+    """
+    recall: dict[str, list[float]] = {"narrow": [], "broad": []}
+    kept_all = []
+    for q, passages in zip(questions, contexts, strict=True):
+        kept = truncate_passages(passages, budget, truncator)
+        found = snippets_found(kept, q["evidence"])
+        recall[q["kind"]].append(sum(found) / len(found))
+        kept_all.append(kept)
+    return statistics.mean(recall["narrow"]), statistics.mean(recall["broad"]), kept_all
 
 
 def main() -> int:
@@ -108,21 +122,16 @@ def main() -> int:
         for budget in budgets:
             contexts, latencies = [], []
             for q, v in zip(questions, vectors, strict=True):
-                sql, params = plans(v, q["question"], budget or defaults.MAX_TOKENS)[mode]
+                search = queries.Search(query=v, text=q["question"], collection=COLLECTION)
+                sql, params = plan(mode, search, budget or defaults.MAX_TOKENS)
                 started = time.perf_counter()
                 passages = [r["content"] for r in conn.execute(sql, params)]
                 latencies.append((time.perf_counter() - started) * 1000)
                 contexts.append(passages)
             for cut in (BUDGETS if budget == 0 else [budget]):
-                recall: dict[str, list[float]] = {"narrow": [], "broad": []}
-                tokens: list[int] = []
-                for q, passages in zip(questions, contexts, strict=True):
-                    kept = truncate_passages(passages, cut, truncator)
-                    found = snippets_found(kept, q["evidence"])
-                    recall[q["kind"]].append(sum(found) / len(found))
-                    tokens.append(sum(truncator.count(p) for p in kept))
-                rows.append({"mode": label, "budget": cut,
-                             "narrow": statistics.mean(recall["narrow"]), "broad": statistics.mean(recall["broad"]),
+                narrow, broad, kept = recall_by_kind(questions, contexts, cut, truncator)
+                tokens = [sum(truncator.count(p) for p in passages) for passages in kept]
+                rows.append({"mode": label, "budget": cut, "narrow": narrow, "broad": broad,
                              "tokens": statistics.mean(tokens), "p50": statistics.median(latencies)})
                 print(f"{label:45} @{cut:5}  narrow {rows[-1]['narrow']:.2f}  broad {rows[-1]['broad']:.2f}  "
                       f"tokens {rows[-1]['tokens']:6.0f}  p50 {rows[-1]['p50']:.1f} ms", flush=True)

@@ -31,11 +31,12 @@ sys.path.insert(0, str(HERE))
 
 import benchdb  # noqa: E402
 import common  # noqa: E402
+from budget import COLLECTION, plan, recall_by_kind  # noqa: E402
 from run import git_revision  # noqa: E402
 
 from hrag_pg import db, defaults, queries  # noqa: E402
 from hrag_pg.embedding import default_embedder  # noqa: E402
-from hrag_pg.evaluation import snippets_found, truncate_passages, truncator_for  # noqa: E402
+from hrag_pg.evaluation import truncator_for  # noqa: E402
 
 DATABASES = (("pgdocs", "pgdocs.jsonl", False), ("pgdocs-small", "pgdocs.jsonl", True),
              ("pystdlib-small", "pystdlib.jsonl", True))
@@ -59,28 +60,21 @@ def main() -> int:
             for mode in ("auto-merge", "parent-child"):
                 k = defaults.TOP_K if mode == "auto-merge" else defaults.TOP_K_CHILDREN
                 for label, candidates in (("3 × k (before 0013)", 3 * k), ("max(k, 30) (default)", None)):
-                    recall: dict[str, list[float]] = {"narrow": [], "broad": []}
-                    times = []
+                    contexts, times = [], []
                     for q, v in zip(questions, vectors, strict=True):
-                        search = queries.Search(query=v, text=q["question"], collection="bench",
+                        search = queries.Search(query=v, text=q["question"], collection=COLLECTION,
                                                 candidates=candidates)
-                        if mode == "auto-merge":
-                            sql, params = queries.plan_auto_merge(search, defaults.TOP_K, defaults.MERGE_THRESHOLD,
-                                                                  defaults.MAX_HIT_SHARE)
-                        else:
-                            sql, params = queries.plan_parent_child(search, defaults.TOP_K_CHILDREN,
-                                                                    defaults.MAX_PARENTS, None)
+                        sql, params = plan(mode, search, BUDGET)
                         best = float("inf")
                         for _ in range(3):
                             started = time.perf_counter()
                             rows = conn.execute(sql, params).fetchall()
                             best = min(best, (time.perf_counter() - started) * 1000)
                         times.append(best)
-                        kept = truncate_passages([r["content"] for r in rows], BUDGET, truncator)
-                        found = snippets_found(kept, q["evidence"])
-                        recall[q["kind"]].append(sum(found) / len(found))
-                    lines.append(f"| {name} | {mode} | {label} | {statistics.mean(recall['narrow']):.2f} / "
-                                 f"{statistics.mean(recall['broad']):.2f} | {statistics.median(times):.2f} |")
+                        contexts.append([r["content"] for r in rows])
+                    narrow, broad, _ = recall_by_kind(questions, contexts, BUDGET, truncator)
+                    lines.append(f"| {name} | {mode} | {label} | {narrow:.2f} / {broad:.2f} | "
+                                 f"{statistics.median(times):.2f} |")
                     print(lines[-1], flush=True)
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     header = [

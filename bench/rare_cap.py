@@ -35,12 +35,13 @@ sys.path.insert(0, str(HERE))
 
 import benchdb  # noqa: E402
 import common  # noqa: E402
+from budget import COLLECTION, plan, recall_by_kind  # noqa: E402
 from candidates import DATABASES  # noqa: E402
 from run import git_revision  # noqa: E402
 
-from hrag_pg import db, defaults, queries  # noqa: E402
+from hrag_pg import db, queries  # noqa: E402
 from hrag_pg.embedding import default_embedder  # noqa: E402
-from hrag_pg.evaluation import snippets_found, truncate_passages, truncator_for  # noqa: E402
+from hrag_pg.evaluation import truncator_for  # noqa: E402
 
 CAPS = (300, 200, 100)
 BUDGETS = (1000, 2000, 4000)
@@ -79,25 +80,15 @@ def main() -> int:
                 cells = []
                 for mode, budgets in (("auto", BUDGETS), ("auto-merge", (0,)), ("parent-child", (0,))):
                     for budget in budgets:
-                        recall: dict[str, list[float]] = {"narrow": [], "broad": []}
-                        times = []
+                        contexts, times = [], []
                         for q, v in zip(questions, vectors, strict=True):
-                            search = queries.Search(query=v, text=q["question"], collection="bench")
-                            if mode == "auto":
-                                sql, params = queries.plan_retrieve(search, defaults.AUTO_TOP_K, budget)
-                            elif mode == "auto-merge":
-                                sql, params = queries.plan_auto_merge(search, defaults.TOP_K, defaults.MERGE_THRESHOLD,
-                                                                      defaults.MAX_HIT_SHARE)
-                            else:
-                                sql, params = queries.plan_parent_child(search, defaults.TOP_K_CHILDREN,
-                                                                        defaults.MAX_PARENTS, None)
+                            search = queries.Search(query=v, text=q["question"], collection=COLLECTION)
+                            sql, params = plan(mode, search, budget or 2000)
                             started = time.perf_counter()
                             rows = conn.execute(sql, params).fetchall()
                             times.append((time.perf_counter() - started) * 1000)
-                            kept = truncate_passages([r["content"] for r in rows], budget or 2000, truncator)
-                            found = snippets_found(kept, q["evidence"])
-                            recall[q["kind"]].append(sum(found) / len(found))
-                        narrow, broad = statistics.mean(recall["narrow"]), statistics.mean(recall["broad"])
+                            contexts.append([r["content"] for r in rows])
+                        narrow, broad, _ = recall_by_kind(questions, contexts, budget or 2000, truncator)
                         cells.append(f"{narrow:.2f} / {broad:.2f}")
                         if mode == "auto" and budget == 2000:
                             auto_p50 = statistics.median(times)

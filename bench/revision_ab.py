@@ -73,7 +73,6 @@ def main() -> int:
     for conn in conns.values():
         register_vector(conn)
     timings: dict[tuple[str, str], list[float]] = {(s, r): [] for s in STATEMENTS for r in conns}
-    same = total = 0
     same_by: dict[str, int] = dict.fromkeys(STATEMENTS, 0)
     total_by: dict[str, int] = dict.fromkeys(STATEMENTS, 0)
     for p in range(args.passes + 1):  # the first pass warms the caches
@@ -86,9 +85,7 @@ def main() -> int:
                     rows[revision] = conns[revision].execute(sql, {"q": v, "qt": q["question"]}).fetchall()
                     if p:
                         timings[(name, revision)].append((time.perf_counter() - started) * 1000)
-                total += 1
                 total_by[name] += 1
-                same += rows["head"] == rows[args.before]
                 same_by[name] += rows["head"] == rows[args.before]
             for conn in conns.values():
                 conn.rollback()
@@ -97,6 +94,7 @@ def main() -> int:
         values = sorted(values)
         return statistics.median(values), values[int(0.95 * (len(values) - 1))]
 
+    same, total = sum(same_by.values()), sum(total_by.values())
     print(f"{len(questions)} questions x {args.passes} passes after a warm-up; identical results: "
           f"{same}/{total}; load average {os.getloadavg()[0]:.1f}\n")
     print(f"| statement | {args.before} p50 / p95 ms | head p50 / p95 ms | p50 head ÷ {args.before} | identical rows |")

@@ -146,11 +146,11 @@ def prepare_tree(
     """Refine and flatten an already-built tree (for callers with their own parser)."""
     counter = counter if isinstance(counter, CachedCounter) else CachedCounter(counter)
     # The refining steps count every node's text and the whole text of every section made
-    # of leaves (the parent limit), flatten every final node's text: count each set in one
-    # batch first (see CachedCounter.prime).
+    # of leaves (the parent limit); count them in one batch first (see CachedCounter.prime).
+    # Flatten then finds every final node's text counted already (the splitter counts each
+    # leaf it keeps and each piece it makes).
     nodes = [node for node, _ in tree.root.walk()]
     counter.prime([node.content for node in nodes]
                   + [node.full_text() for node in nodes if node.children and all(c.is_leaf for c in node.children)])
     refine(tree, options, counter, question_generator)
-    counter.prime(node.content for node, _ in tree.root.walk())
     return flatten(tree, collection=collection, model_name=model_name, counter=counter)
