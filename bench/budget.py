@@ -23,6 +23,7 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,31 @@ from hrag_pg.ingest.pipeline import IngestOptions
 
 BUDGETS = (1000, 2000, 4000)
 COLLECTION = "bench"
+HERE = Path(__file__).resolve().parent
+#: The databases this script ingests (name, question file, small): the whole
+#: pgdocs, 40 of its files, 40 pystdlib files.  The studies beside it
+#: (candidates.py, rare_cap.py, merge_share.py) measure on the same three.
+DATABASES = (("pgdocs", "pgdocs.jsonl", False), ("pgdocs-small", "pgdocs.jsonl", True),
+             ("pystdlib-small", "pystdlib.jsonl", True))
+
+
+def budget_databases(embedder: Any) -> Iterator[tuple[str, str, list[dict[str, Any]], list[Any]]]:
+    """Each database of DATABASES as ingested here: name, libpq URL, its answerable questions and their vectors."""
+    for name, question_file, small in DATABASES:
+        database = f"hrag_bench_budget_{name.replace('-', '_')}"
+        url = db.libpq_url(db.sqlalchemy_url(benchdb._with_database(benchdb.maintenance_url(HERE / ".data" / "pg"),
+                                                                     database)))
+        corpus = common.DEFAULT_CORPUS if name.startswith("pgdocs") else HERE / ".data" / "corpora" / "pystdlib"
+        questions = common.read_questions(HERE / "questions" / question_file)
+        questions = common.answerable(questions, common.select_files(corpus, questions, small=small))
+        yield name, url, questions, list(embedder.embed([q["question"] for q in questions]))
+
+
+def measured(script: str) -> str:
+    """The results line saying how, when and at which commit a study ran."""
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (f"`python bench/{script}` (see its docstring). Measured {now}, load average "
+            f"{os.getloadavg()[0]:.1f}; hrag-pg commit: {git_revision()}")
 
 
 def plan(mode: str, search: queries.Search, budget: int) -> tuple[str, dict[str, Any]]:

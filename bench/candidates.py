@@ -15,8 +15,6 @@ date and load average.
 
 from __future__ import annotations
 
-import datetime
-import os
 import statistics
 import sys
 import time
@@ -29,17 +27,12 @@ from psycopg.rows import dict_row
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import benchdb  # noqa: E402
-import common  # noqa: E402
-from budget import COLLECTION, plan, recall_by_kind  # noqa: E402
-from run import git_revision  # noqa: E402
+from budget import COLLECTION, budget_databases, measured, plan, recall_by_kind  # noqa: E402
 
-from hrag_pg import db, defaults, queries  # noqa: E402
+from hrag_pg import defaults, queries  # noqa: E402
 from hrag_pg.embedding import default_embedder  # noqa: E402
 from hrag_pg.evaluation import truncator_for  # noqa: E402
 
-DATABASES = (("pgdocs", "pgdocs.jsonl", False), ("pgdocs-small", "pgdocs.jsonl", True),
-             ("pystdlib-small", "pystdlib.jsonl", True))
 BUDGET = 2000
 
 
@@ -47,14 +40,7 @@ def main() -> int:
     embedder = default_embedder()
     truncator = truncator_for(embedder)
     lines = []
-    for name, question_file, small in DATABASES:
-        database = f"hrag_bench_budget_{name.replace('-', '_')}"
-        url = db.libpq_url(db.sqlalchemy_url(benchdb._with_database(benchdb.maintenance_url(HERE / ".data" / "pg"),
-                                                                     database)))
-        corpus = common.DEFAULT_CORPUS if name.startswith("pgdocs") else HERE / ".data" / "corpora" / "pystdlib"
-        questions = common.read_questions(HERE / "questions" / question_file)
-        questions = common.answerable(questions, common.select_files(corpus, questions, small=small))
-        vectors = embedder.embed([q["question"] for q in questions])
+    for name, url, questions, vectors in budget_databases(embedder):
         with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
             register_vector(conn)
             for mode in ("auto-merge", "parent-child"):
@@ -76,12 +62,10 @@ def main() -> int:
                     lines.append(f"| {name} | {mode} | {label} | {narrow:.2f} / {broad:.2f} | "
                                  f"{statistics.median(times):.2f} |")
                     print(lines[-1], flush=True)
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     header = [
         "# Vector candidates for the hybrid auto-merge and parent-child: 3 × k against max(k, 30)",
         "",
-        f"`python bench/candidates.py` (see its docstring). Measured {now}, load average "
-        f"{os.getloadavg()[0]:.1f}; hrag-pg commit: {git_revision()}",
+        measured("candidates.py"),
         "",
         f"| database | mode (defaults) | vector candidates | recall @{BUDGET:,} narrow / broad | SQL p50 ms |",
         "|---|---|---|---:|---:|",

@@ -18,8 +18,6 @@ with the commit, date and load average.
 
 from __future__ import annotations
 
-import datetime
-import os
 import statistics
 import sys
 import time
@@ -33,13 +31,9 @@ from psycopg.rows import dict_row
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import benchdb  # noqa: E402
-import common  # noqa: E402
-from budget import COLLECTION, plan, recall_by_kind  # noqa: E402
-from candidates import DATABASES  # noqa: E402
-from run import git_revision  # noqa: E402
+from budget import COLLECTION, budget_databases, measured, plan, recall_by_kind  # noqa: E402
 
-from hrag_pg import db, queries  # noqa: E402
+from hrag_pg import queries  # noqa: E402
 from hrag_pg.embedding import default_embedder  # noqa: E402
 from hrag_pg.evaluation import truncator_for  # noqa: E402
 
@@ -64,14 +58,7 @@ def main() -> int:
     embedder = default_embedder()
     truncator = truncator_for(embedder)
     lines = []
-    for name, question_file, small in DATABASES:
-        database = f"hrag_bench_budget_{name.replace('-', '_')}"
-        url = db.libpq_url(db.sqlalchemy_url(benchdb._with_database(benchdb.maintenance_url(HERE / ".data" / "pg"),
-                                                                     database)))
-        corpus = common.DEFAULT_CORPUS if name.startswith("pgdocs") else HERE / ".data" / "corpora" / "pystdlib"
-        questions = common.read_questions(HERE / "questions" / question_file)
-        questions = common.answerable(questions, common.select_files(corpus, questions, small=small))
-        vectors = embedder.embed([q["question"] for q in questions])
+    for name, url, questions, vectors in budget_databases(embedder):
         with psycopg.connect(url, row_factory=dict_row) as conn:  # one transaction, rolled back below
             register_vector(conn)
             with_settable_cap(conn)
@@ -95,12 +82,10 @@ def main() -> int:
                 lines.append(f"| {name} | {cap} | {' | '.join(cells)} | {auto_p50:.2f} |")
                 print(lines[-1], flush=True)
             conn.rollback()
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     header = [
         "# Lexical candidates from at most rare_cap leaves: 300 (search_hybrid's constant) against smaller caps",
         "",
-        f"`python bench/rare_cap.py` (see its docstring). Measured {now}, load average "
-        f"{os.getloadavg()[0]:.1f}; hrag-pg commit: {git_revision()}",
+        measured("rare_cap.py"),
         "",
         "Recall narrow / broad; auto-merge and parent-child cut at 2,000 tokens; p50: the budget mode's SQL "
         "statement at 2,000 tokens, one pass.",

@@ -164,3 +164,50 @@ def test_retrieve_searches_and_selects_in_one_call_with_vector_only_for_empty_te
     for text in (None, "", "the and of"):
         rows = conn.execute("SELECT node_id, merged_from FROM hrag.retrieve(%s, %s, 2000)", (query, text)).fetchall()
         assert rows and rows[0][0] == built.ids["art1"], f"query text {text!r}: vector-only behaviour"
+
+
+def _manual() -> Spec:
+    """Two sections of a manual and a long unrelated one (so every cluster clears the lift)."""
+    def leaves(prefix: str, n: int, tokens: int) -> list[Spec]:
+        return [Spec(f"{prefix}{i}", " ".join(["w"] * tokens), {i: 1.0}, kind="paragraph", tokens=tokens)
+                for i in range(n)]
+    notes = Spec("notes", "Notes", kind="section", children=leaves("note", 6, 60), tokens=1)
+    membership = Spec("membership", "Membership", kind="section", children=leaves("member", 5, 100), tokens=1)
+    filler = Spec("filler", "Other", kind="section", children=leaves("other", 20, 100), tokens=1)
+    return Spec("manual", kind="document", children=[notes, membership, filler])
+
+
+def test_a_section_replacing_its_taken_hits_is_worth_only_what_it_adds(conn: psycopg.Connection) -> None:
+    """Two of six notes are hit and taken; the section around them adds 240 tokens and no evidence.
+
+    Valued at its whole evidence it would replace them and leave no room for
+    the third-best passage, in another section (a third of its children hit is
+    below hrag.auto_merge_share, so it is not a merge).
+    """
+    built = insert_tree(conn, _manual())
+    key_of = {v: k for k, v in built.ids.items()}
+    hits = {"note0": 0.80, "note1": 0.78, "member2": 0.76}
+    sql = "SELECT node_id FROM hrag.retrieve_hits(%s, %s::real[], 400)"
+    params = ([built.ids[k] for k in hits], list(hits.values()))
+    got = {key_of[r[0]] for r in conn.execute(sql, params)}
+    assert got == {"note0", "note1", "member2"}
+
+    # The rule before revision 0014 (every node keeps its whole value), as a setting.
+    conn.execute("SET hrag.auto_merge_share = 0")
+    assert {key_of[r[0]] for r in conn.execute(sql, params)} == {"notes"}
+
+
+def test_a_section_half_of_whose_children_are_hit_is_still_merged_whole(conn: psycopg.Connection) -> None:
+    """Its best note is taken first; the section (3 of 6 notes hit) then replaces it at its whole value."""
+    built = insert_tree(conn, _manual())
+    key_of = {v: k for k, v in built.ids.items()}
+    hits = {"note0": 0.80, "note1": 0.70, "note2": 0.69, "member2": 0.60}
+    sql = "SELECT node_id, merged_from FROM hrag.retrieve_hits(%s, %s::real[], 400)"
+    params = ([built.ids[k] for k in hits], list(hits.values()))
+    rows = conn.execute(sql, params).fetchall()
+    assert key_of[rows[0][0]] == "notes", "a merge: the section replaces its hit notes"
+    assert {key_of[m] for m in rows[0][1]} == {"note0", "note1", "note2"}
+
+    # Valued only by what it adds, the section would lose to the notes one by one.
+    conn.execute("SET hrag.auto_merge_share = 1.01")
+    assert {key_of[r[0]] for r in conn.execute(sql, params)} == {"note0", "note1", "note2", "member2"}

@@ -1,0 +1,87 @@
+"""When a merge keeps its whole value: the budget mode's hrag.auto_merge_share, measured.
+
+    python bench/merge_share.py        # on the databases bench/budget.py ingested
+
+The budget mode (``hrag.retrieve``) takes the nodes on the hits' ancestor
+paths greedily by evidence per tokens^0.5, a node replacing the taken nodes
+inside it.  Since revision 0014 such a node is worth only what it adds (the
+evidence not yet taken, per power of the tokens it adds) unless at least
+``hrag.auto_merge_share`` of its children are hit.  0 is the rule before 0014
+(every node keeps its whole value); above 1 every replacing node is valued by
+what it adds.  For each budget database (the whole pgdocs, 40 pgdocs files,
+40 pystdlib files) every question is asked with each share (``SET``, nothing
+is changed in the database): recall narrow / broad and tokens at 1,000 /
+2,000 / 4,000 tokens, and the statement's p50 at 2,000.  Writes
+``bench/results/merge-share.md`` with the commit, date and load average.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg.rows import dict_row
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from budget import BUDGETS, COLLECTION, budget_databases, measured, plan, recall_by_kind  # noqa: E402
+
+from hrag_pg import queries  # noqa: E402
+from hrag_pg.embedding import default_embedder  # noqa: E402
+from hrag_pg.evaluation import truncator_for  # noqa: E402
+
+#: 0: before 0014; 0.4: the default; 1.01: no node keeps its whole value.
+SHARES = (0.0, 0.25, 0.34, 0.4, 0.5, 0.67, 1.01)
+
+
+def main() -> int:
+    embedder = default_embedder()
+    truncator = truncator_for(embedder)
+    lines = []
+    for name, url, questions, vectors in budget_databases(embedder):
+        with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
+            register_vector(conn)
+            for share in SHARES:
+                conn.execute(f"SET hrag.auto_merge_share = {share}")
+                cells, p50 = [], 0.0
+                for budget in BUDGETS:
+                    contexts, times = [], []
+                    for q, v in zip(questions, vectors, strict=True):
+                        search = queries.Search(query=v, text=q["question"], collection=COLLECTION)
+                        sql, params = plan("auto", search, budget)
+                        started = time.perf_counter()
+                        rows = conn.execute(sql, params).fetchall()
+                        times.append((time.perf_counter() - started) * 1000)
+                        contexts.append([r["content"] for r in rows])
+                    narrow, broad, kept = recall_by_kind(questions, contexts, budget, truncator)
+                    tokens = statistics.mean(sum(truncator.count(p) for p in k) for k in kept)
+                    cells.append(f"{narrow:.2f} / {broad:.2f} ({tokens:,.0f})")
+                    if budget == 2000:
+                        p50 = statistics.median(times)
+                label = {0.0: "0 (before 0014)", 0.4: "0.4 (default)", 1.01: "never whole"}.get(share, f"{share}")
+                lines.append(f"| {name} | {label} | {' | '.join(cells)} | {p50:.2f} |")
+                print(lines[-1], flush=True)
+    header = [
+        "# The budget mode: when a node replacing taken nodes keeps its whole value (hrag.auto_merge_share)",
+        "",
+        measured("merge_share.py"),
+        "",
+        "Recall narrow / broad (mean tokens of the context) of `hrag.retrieve` with its defaults but the share; "
+        "p50: the statement at 2,000 tokens, one pass.",
+        "",
+        "| database | merge share | @1,000 | @2,000 | @4,000 | p50 ms |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    out = HERE / "results" / "merge-share.md"
+    out.write_text("\n".join(header + lines) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
