@@ -11,7 +11,8 @@ evidence not yet taken, per power of the tokens it adds) unless at least
 what it adds.  For each budget database (the whole pgdocs, 40 pgdocs files,
 40 pystdlib files) every question is asked with each share (``SET``, nothing
 is changed in the database): recall narrow / broad and tokens at 1,000 /
-2,000 / 4,000 tokens, and the statement's p50 at 2,000.  Writes
+2,000 / 4,000 tokens, and the statement's p50 at 2,000 (best of 3 per
+question).  Writes
 ``bench/results/merge-share.md`` with the commit, date and load average.
 """
 
@@ -54,9 +55,12 @@ def main() -> int:
                     for q, v in zip(questions, vectors, strict=True):
                         search = queries.Search(query=v, text=q["question"], collection=COLLECTION)
                         sql, params = plan("auto", search, budget)
-                        started = time.perf_counter()
-                        rows = conn.execute(sql, params).fetchall()
-                        times.append((time.perf_counter() - started) * 1000)
+                        best = float("inf")
+                        for _ in range(3 if budget == 2000 else 1):
+                            started = time.perf_counter()
+                            rows = conn.execute(sql, params).fetchall()
+                            best = min(best, (time.perf_counter() - started) * 1000)
+                        times.append(best)
                         contexts.append([r["content"] for r in rows])
                     narrow, broad, kept = recall_by_kind(questions, contexts, budget, truncator)
                     tokens = statistics.mean(sum(truncator.count(p) for p in k) for k in kept)
@@ -72,7 +76,7 @@ def main() -> int:
         measured("merge_share.py"),
         "",
         "Recall narrow / broad (mean tokens of the context) of `hrag.retrieve` with its defaults but the share; "
-        "p50: the statement at 2,000 tokens, one pass.",
+        "p50: the statement at 2,000 tokens, best of 3 per question.",
         "",
         "| database | merge share | @1,000 | @2,000 | @4,000 | p50 ms |",
         "|---|---|---:|---:|---:|---:|",
