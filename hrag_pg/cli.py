@@ -407,6 +407,21 @@ def _result_json(result: Any) -> dict[str, Any]:
     return payload
 
 
+def heading_after_source(result: Any) -> str:
+    """The heading path to print after a result's source, without repeating it.
+
+    A Python file's top group has the file name as its whole heading path, and
+    "shlex.py › shlex.py" says nothing twice; a result with no heading path
+    at all falls back to its title, then its node id.
+    """
+    path = [p for p in result.heading_path if p]
+    if not path:
+        return result.title or str(result.node_id)
+    if result.source and path[0] == result.source:
+        path = path[1:]
+    return " › ".join(path)
+
+
 def print_results(results: list[Any], *, max_lines: int | None = None) -> None:
     """Each result: a rule with rank and score; source and whole heading path; why; its text (all literal)."""
     from rich.rule import Rule
@@ -415,11 +430,12 @@ def print_results(results: list[Any], *, max_lines: int | None = None) -> None:
         console.print(styled(("no results", "yellow")))
         return
     for r in results:
-        path = " › ".join(p for p in r.heading_path if p) or (r.title or str(r.node_id))
+        path = heading_after_source(r)
         # The rule carries what fits on any width; the source and the whole heading path get
         # their own wrapped line, so the part that says where the passage is is never cut.
         console.print(Rule(styled((f"#{r.rank} ", "bold"), (f"{r.score:.3f}", "green")), align="left"))
-        console.print(styled((r.source or "?", "bold magenta"), (" › ", "dim"), (path, "bold cyan")), soft_wrap=True)
+        where = ((" › ", "dim"), (path, "bold cyan")) if path else ()
+        console.print(styled((r.source or "?", "bold magenta"), *where), soft_wrap=True)
         console.print(styled((f"{r.explanation()} · {r.kind or 'node'} · {r.token_count} tokens · {r.node_id}",
                               "dim")), soft_wrap=True)
         body = r.content
