@@ -14,6 +14,8 @@
 -- questions need it (valuing every node by what it adds lost broad recall:
 -- 0.99 -> 0.80 at 2,000 tokens on the whole manual).  The share was chosen by
 -- measurement on three databases (bench/results/merge-share.md).
+--
+-- Also: hrag._setting refuses a setting that is not a number by name.
 
 CREATE OR REPLACE FUNCTION hrag._retrieve_hits(
     node_ids     uuid[],
@@ -245,3 +247,26 @@ $$;
 
 -- (CREATE OR REPLACE resets the planner's row estimate)
 ALTER FUNCTION hrag._retrieve_hits(uuid[], uuid[], real[], integer) ROWS 10;
+
+-- ---------------------------------------------------------------------------
+-- hrag._setting: a setting that is not a number is refused by name (it was a
+-- bare cast error: invalid input syntax for type double precision: "x").
+-- ---------------------------------------------------------------------------
+CREATE OR REPLACE FUNCTION hrag._setting(name text, default_value double precision)
+RETURNS double precision
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    raw text := nullif(btrim(current_setting(name, true)), '');
+BEGIN
+    IF raw IS NULL THEN
+        RETURN default_value;
+    END IF;
+    -- (a pattern, not an EXCEPTION block: that would open a subtransaction on every call)
+    IF raw !~ '^[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?$' THEN
+        RAISE EXCEPTION 'hrag: setting % must be a number, got %', name, quote_literal(raw)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN raw::double precision;
+END
+$$;

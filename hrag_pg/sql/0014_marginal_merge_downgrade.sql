@@ -1,4 +1,4 @@
--- Undo revision 0014: revision 0012's hrag._retrieve_hits, verbatim.
+-- Undo revision 0014: revision 0012's hrag._retrieve_hits and revision 0007's hrag._setting, verbatim.
 
 CREATE OR REPLACE FUNCTION hrag._retrieve_hits(
     node_ids     uuid[],
@@ -155,3 +155,11 @@ $$;
 
 -- (CREATE OR REPLACE resets the planner's row estimate)
 ALTER FUNCTION hrag._retrieve_hits(uuid[], uuid[], real[], integer) ROWS 10;
+
+-- A numeric tuning setting (SET hrag.auto_floor = 0.5), or its default.
+CREATE OR REPLACE FUNCTION hrag._setting(name text, default_value double precision)
+RETURNS double precision
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(nullif(current_setting(name, true), '')::double precision, default_value)
+$$;

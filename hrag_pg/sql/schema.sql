@@ -929,10 +929,22 @@ COMMENT ON FUNCTION hrag._retrieve_hits(node_ids uuid[], document_ids uuid[], sc
 
 -- FUNCTION: _setting(text, double precision)
 CREATE FUNCTION hrag._setting(name text, default_value double precision) RETURNS double precision
-    LANGUAGE sql STABLE
-    AS $$
-    SELECT coalesce(nullif(current_setting(name, true), '')::double precision, default_value)
-$$;
+    LANGUAGE plpgsql STABLE
+    AS $_$
+DECLARE
+    raw text := nullif(btrim(current_setting(name, true)), '');
+BEGIN
+    IF raw IS NULL THEN
+        RETURN default_value;
+    END IF;
+    -- (a pattern, not an EXCEPTION block: that would open a subtransaction on every call)
+    IF raw !~ '^[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?$' THEN
+        RAISE EXCEPTION 'hrag: setting % must be a number, got %', name, quote_literal(raw)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN raw::double precision;
+END
+$_$;
 
 -- COMMENT: FUNCTION _setting(name text, default_value double precision)
 COMMENT ON FUNCTION hrag._setting(name text, default_value double precision) IS 'internal: a numeric hrag.* setting or its default, not part of the API';

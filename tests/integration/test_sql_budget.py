@@ -211,3 +211,11 @@ def test_a_section_half_of_whose_children_are_hit_is_still_merged_whole(conn: ps
     # Valued only by what it adds, the section would lose to the notes one by one.
     conn.execute("SET hrag.auto_merge_share = 1.01")
     assert {key_of[r[0]] for r in conn.execute(sql, params)} == {"note0", "note1", "note2", "member2"}
+
+
+def test_a_tuning_setting_that_is_not_a_number_is_refused_by_name(conn: psycopg.Connection) -> None:
+    built = insert_tree(conn, _manual())
+    conn.execute("SET hrag.auto_merge_share = 'lots'")
+    with pytest.raises(psycopg.errors.InvalidParameterValue,
+                       match=r"setting hrag.auto_merge_share must be a number, got 'lots'"):
+        conn.execute("SELECT * FROM hrag.retrieve_hits(%s, %s::real[], 400)", ([built.ids["note0"]], [0.8]))
