@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from functools import lru_cache
-from typing import Any
 
 import psycopg
 import sqlalchemy as sa
@@ -66,44 +64,10 @@ def _register_vector(dbapi_connection: psycopg.Connection, _record: object) -> N
         register_vector(dbapi_connection)
 
 
-#: A pooled connection returned this recently is handed out again without a
-#: ping (HikariCP's aliveBypassWindowMs is the same idea, 500 ms).  Pinging on
-#: every checkout (SQLAlchemy's pool_pre_ping) is one more round trip per
-#: call, about 0.1 ms of a 1 ms search; a connection idle for longer, as every
-#: one is after a server restart, is pinged first.
-ALIVE_BYPASS_SECONDS = 0.5
-_RETURNED_AT = "hrag_returned_at"
-
-
-def _note_return(_dbapi_connection: Any, record: Any) -> None:
-    record.info[_RETURNED_AT] = time.monotonic()
-
-
-def _ping_if_idle(engine: Engine) -> Any:
-    """A pool checkout hook: ping a connection idle past the window; a dead one invalidates the pool."""
-    dialect = engine.dialect
-
-    def ping(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
-        returned_at = record.info.get(_RETURNED_AT)
-        if returned_at is None or time.monotonic() - returned_at < ALIVE_BYPASS_SECONDS:
-            return  # just connected, or just used
-        try:
-            dialect.do_ping(dbapi_connection)
-        except psycopg.Error as exc:
-            if dialect.is_disconnect(exc, dbapi_connection, None):  # type: ignore[arg-type]
-                # as pool_pre_ping does: every connection older than this one is dropped too
-                raise sa.exc.InvalidatePoolError() from exc
-            raise
-
-    return ping
-
-
 @lru_cache(maxsize=16)
 def _engine_for(url: str) -> Engine:
-    engine = sa.create_engine(url, pool_size=5, max_overflow=10)
+    engine = sa.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
     sa.event.listen(engine, "connect", _register_vector)
-    sa.event.listen(engine, "checkin", _note_return)
-    sa.event.listen(engine, "checkout", _ping_if_idle(engine))
     return engine
 
 

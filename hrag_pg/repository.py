@@ -475,8 +475,8 @@ class Repository:
         Failing to connect is a ConfigurationError naming the server; failing
         during the call (server restart, terminated backend, statement_timeout,
         a cancel request) is ConnectionLost or QueryCancelled.  A connection the
-        failure broke is invalidated so the pool drops it quietly; the pool's
-        ping of an idle connection (hrag_pg/db.py) makes the next call reconnect.
+        failure broke is invalidated so the pool drops it quietly; pool_pre_ping
+        makes the next call reconnect.
         """
         url = self.engine.url.render_as_string(hide_password=False)
         try:
@@ -500,7 +500,7 @@ class Repository:
         A connection lost mid-write (server restart, terminated backend) rolls
         the transaction back on the server, so the caller gets ConnectionLost
         with the previous version intact; ingest of several files reports the
-        file as failed and goes on with the next (the pool reconnects).
+        file as failed and goes on with the next (pool_pre_ping reconnects).
         """
         with self._reading() as conn:
             try:
