@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import psycopg
@@ -27,9 +26,9 @@ from psycopg.rows import dict_row
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from budget import COLLECTION, budget_databases, measured, plan, recall_by_kind  # noqa: E402
+from budget import ask_all, budget_databases, measured, recall_by_kind  # noqa: E402
 
-from hrag_pg import defaults, queries  # noqa: E402
+from hrag_pg import defaults  # noqa: E402
 from hrag_pg.embedding import default_embedder  # noqa: E402
 from hrag_pg.evaluation import truncator_for  # noqa: E402
 
@@ -46,18 +45,8 @@ def main() -> int:
             for mode in ("auto-merge", "parent-child"):
                 k = defaults.TOP_K if mode == "auto-merge" else defaults.TOP_K_CHILDREN
                 for label, candidates in (("3 × k (before 0013)", 3 * k), ("max(k, 30) (default)", None)):
-                    contexts, times = [], []
-                    for q, v in zip(questions, vectors, strict=True):
-                        search = queries.Search(query=v, text=q["question"], collection=COLLECTION,
-                                                candidates=candidates)
-                        sql, params = plan(mode, search, BUDGET)
-                        best = float("inf")
-                        for _ in range(3):
-                            started = time.perf_counter()
-                            rows = conn.execute(sql, params).fetchall()
-                            best = min(best, (time.perf_counter() - started) * 1000)
-                        times.append(best)
-                        contexts.append([r["content"] for r in rows])
+                    contexts, times = ask_all(conn, questions, vectors, mode, BUDGET,
+                                              candidates=candidates, repeat=3)
                     narrow, broad, _ = recall_by_kind(questions, contexts, BUDGET, truncator)
                     lines.append(f"| {name} | {mode} | {label} | {narrow:.2f} / {broad:.2f} | "
                                  f"{statistics.median(times):.2f} |")

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import psycopg
@@ -30,9 +29,8 @@ from psycopg.rows import dict_row
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from budget import BUDGETS, COLLECTION, budget_databases, measured, plan, recall_by_kind  # noqa: E402
+from budget import BUDGETS, ask_all, budget_databases, measured, recall_by_kind  # noqa: E402
 
-from hrag_pg import queries  # noqa: E402
 from hrag_pg.embedding import default_embedder  # noqa: E402
 from hrag_pg.evaluation import truncator_for  # noqa: E402
 
@@ -51,19 +49,9 @@ def main() -> int:
                 conn.execute(f"SET hrag.auto_merge_share = {share}")
                 cells, p50 = [], 0.0
                 for budget in BUDGETS:
-                    contexts, times = [], []
-                    for q, v in zip(questions, vectors, strict=True):
-                        search = queries.Search(query=v, text=q["question"], collection=COLLECTION)
-                        sql, params = plan("auto", search, budget)
-                        best = float("inf")
-                        for _ in range(3 if budget == 2000 else 1):
-                            started = time.perf_counter()
-                            rows = conn.execute(sql, params).fetchall()
-                            best = min(best, (time.perf_counter() - started) * 1000)
-                        times.append(best)
-                        contexts.append([r["content"] for r in rows])
-                    narrow, broad, kept = recall_by_kind(questions, contexts, budget, truncator)
-                    tokens = statistics.mean(sum(truncator.count(p) for p in k) for k in kept)
+                    contexts, times = ask_all(conn, questions, vectors, "auto", budget,
+                                              repeat=3 if budget == 2000 else 1)
+                    narrow, broad, tokens = recall_by_kind(questions, contexts, budget, truncator)
                     cells.append(f"{narrow:.2f} / {broad:.2f} ({tokens:,.0f})")
                     if budget == 2000:
                         p50 = statistics.median(times)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +30,8 @@ from psycopg.rows import dict_row
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from budget import COLLECTION, budget_databases, measured, plan, recall_by_kind  # noqa: E402
+from budget import ask_all, budget_databases, measured, recall_by_kind  # noqa: E402
 
-from hrag_pg import queries  # noqa: E402
 from hrag_pg.embedding import default_embedder  # noqa: E402
 from hrag_pg.evaluation import truncator_for  # noqa: E402
 
@@ -67,14 +65,7 @@ def main() -> int:
                 cells = []
                 for mode, budgets in (("auto", BUDGETS), ("auto-merge", (0,)), ("parent-child", (0,))):
                     for budget in budgets:
-                        contexts, times = [], []
-                        for q, v in zip(questions, vectors, strict=True):
-                            search = queries.Search(query=v, text=q["question"], collection=COLLECTION)
-                            sql, params = plan(mode, search, budget or 2000)
-                            started = time.perf_counter()
-                            rows = conn.execute(sql, params).fetchall()
-                            times.append((time.perf_counter() - started) * 1000)
-                            contexts.append([r["content"] for r in rows])
+                        contexts, times = ask_all(conn, questions, vectors, mode, budget or 2000)
                         narrow, broad, _ = recall_by_kind(questions, contexts, budget or 2000, truncator)
                         cells.append(f"{narrow:.2f} / {broad:.2f}")
                         if mode == "auto" and budget == 2000:
