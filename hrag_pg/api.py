@@ -237,8 +237,8 @@ class HRAG:
     ) -> IngestResult:
         """Ingest a string as the document ``source``: same parsers, ids, locks and re-embedding as a file.
 
-        ``format`` is "markdown", "text" (read as a ``.txt`` file is) or
-        "html"; ``strategy`` overrides the parent strategy as for files.
+        ``format`` is "markdown", "text" (read as a ``.txt`` file is),
+        "html" or "rst" (reStructuredText); ``strategy`` overrides the parent strategy as for files.
         ``metadata`` (a JSON object) is stored on the document; ``filter``
         matches it.  Bad input raises :class:`IngestError` before anything
         is written, so what is stored stays as it was.

@@ -512,7 +512,11 @@ def ingest_cmd(
     changed children; unchanged files are recognised from their content hash
     without loading the model. Unsupported and empty files found in a directory
     are skipped and listed; a file named explicitly must be supported (exit 2).
-    Files over 20 MB or with a line over 1,000,000 characters are refused.
+    Read by default: Markdown and text (.md, .markdown, .txt), reStructuredText
+    (.rst), HTML, PDF and Python files; files named README, NEWS, copyright and
+    the like; and any of these but PDF compressed as .gz (as Debian installs
+    its documentation). Files over 20 MB (decompressed) or with a line over
+    100,000 characters are refused.
 
     \b
     Examples:
@@ -520,7 +524,7 @@ def ingest_cmd(
         hrag ingest rules.md --strategy clauses -c hr
         hrag ingest corpus/ -c big --bulk --json
     """
-    from .ingest.loaders import SUPPORTED_EXTENSIONS
+    from .ingest.loaders import file_type_of, unsupported_reason
     from .ingest.pipeline import IngestOptions
 
     if child == "qa":
@@ -537,9 +541,8 @@ def ingest_cmd(
     for path in paths:
         if not path.exists():
             raise ValueError(f"{path}: no such file or directory")
-        if path.is_file() and strategy is None and path.suffix.lower() not in SUPPORTED_EXTENSIONS:
-            raise ValueError(f"{path}: unsupported file type {path.suffix or '(no extension)'!r} (supported: "
-                             f"{', '.join(sorted(SUPPORTED_EXTENSIONS))}); pass --strategy to read it as text")
+        if path.is_file() and strategy is None and file_type_of(path) is None:
+            raise ValueError(f"{path}: {unsupported_reason(path)}; pass --strategy to read it as text")
     options = IngestOptions(strategy=strategy, child=child, max_child_tokens=max_child_tokens,  # type: ignore[arg-type]
                             overlap_tokens=overlap_tokens, max_parent_tokens=max_parent_tokens,
                             window_tokens=window_tokens, errors=errors)  # type: ignore[arg-type]

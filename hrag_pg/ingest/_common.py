@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from hrag_pg.ingest.tree import DraftNode
 
@@ -94,6 +95,33 @@ class TextCursor:
         starts = self.line_starts
         end = starts[stop] - 1 if stop < len(starts) else len(self.text)
         return starts[first], max(end, starts[first])
+
+
+def is_blank(line: str) -> bool:
+    return not line.strip()
+
+
+class LineReader:
+    """Base of the line-oriented readers (Markdown, reStructuredText): one pass over the lines,
+    leaves cut out of the text in order and appended to the innermost open section.
+
+    ``stack`` holds (level, node) pairs from the root down (see :func:`open_section`).
+    """
+
+    def __init__(self, text: str) -> None:
+        self.cursor = TextCursor(normalise_text(text))
+        self.lines = self.cursor.text.split("\n")
+        self.i = 0
+        self.root = DraftNode(kind="document", content="")
+        self.stack: list[tuple[int, DraftNode]] = [(0, self.root)]
+
+    @property
+    def current(self) -> DraftNode:
+        return self.stack[-1][1]
+
+    def _leaf(self, kind: str, start: int, stop: int, **fields: Any) -> None:
+        """A leaf holding lines ``start`` up to ``stop`` (exclusive)."""
+        self.cursor.leaf(self.current, *self.cursor.lines_span(start, stop), kind, **fields)
 
 
 def block_spans(text: str, start: int = 0, end: int | None = None) -> Iterator[tuple[int, int]]:

@@ -9,6 +9,8 @@ before anything reaches the database.
 from __future__ import annotations
 
 import functools
+import gzip
+import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from hrag_pg.ingest.code import parse_python
 from hrag_pg.ingest.html import parse_html
 from hrag_pg.ingest.markdown import parse_markdown
 from hrag_pg.ingest.pages import extract_pdf_pages, parse_pages_text, parse_pdf
+from hrag_pg.ingest.rst import parse_rst
 from hrag_pg.ingest.tree import DocumentTree
 from hrag_pg.ingest.window import parse_window
 
@@ -28,12 +31,24 @@ SUPPORTED_EXTENSIONS = {
     ".md": "markdown",
     ".markdown": "markdown",
     ".txt": "markdown",
+    ".rst": "rst",
     ".html": "html",
     ".htm": "html",
     ".pdf": "pdf",
     ".py": "python",
 }
-#: Largest file accepted (bytes): parsing is in memory, and a bigger file is better split first.
+#: Files without a known extension that are documentation by name (README, README.Debian,
+#: NEWS.gz, copyright): read as text, like a ``.txt`` file.  Other unknown names stay
+#: unsupported, so a directory walk does not read scripts or build files as prose.
+DOC_FILE_NAMES = frozenset({
+    "authors", "bugs", "changelog", "changes", "contributing", "contributors", "copying", "copyright",
+    "faq", "history", "install", "licence", "license", "news", "notice", "readme", "thanks", "todo",
+})
+#: A ``.gz`` file is read decompressed, as the file type of the name without ``.gz`` (the way
+#: Debian installs most of its documentation); not PDFs, which are read from disk by pypdf.
+COMPRESSED_SUFFIX = ".gz"
+#: Largest file accepted (bytes; decompressed, for a .gz file): parsing is in memory, and a
+#: bigger file is better split first.
 MAX_FILE_BYTES = 20_000_000
 #: Longest line accepted in text, Markdown and Python files (characters): a single line is one
 #: paragraph, and splitting one that long takes minutes (a minified or generated file, not prose).
@@ -58,21 +73,61 @@ def _check_binary(path: Path, data: bytes) -> None:
         )
 
 
-def read_text(path: Path, *, errors: str = "strict") -> str:
-    """Decode a text file as UTF-8 (BOM dropped, newlines normalised to ``\\n``).
+def file_type_of(path: Path) -> str | None:
+    """The file type ``path`` is read as by default (see SUPPORTED_EXTENSIONS), or None if unsupported."""
+    name = path.name.lower()
+    compressed = name.endswith(COMPRESSED_SUFFIX)
+    if compressed:
+        name = name.removesuffix(COMPRESSED_SUFFIX)
+    file_type = SUPPORTED_EXTENSIONS.get(Path(name).suffix)
+    if file_type is None and name.split(".")[0] in DOC_FILE_NAMES:
+        file_type = "markdown"
+    if compressed and file_type == "pdf":
+        return None
+    return file_type
 
-    ``errors="replace"`` turns invalid bytes into U+FFFD instead of failing.
-    """
-    if errors not in ("strict", "replace"):
-        raise ValueError("errors must be 'strict' or 'replace'")
+
+def unsupported_reason(path: Path) -> str:
+    """Why a file is not read by default: its type, and what is read."""
+    name = path.name.lower().removesuffix(COMPRESSED_SUFFIX)
+    suffix = Path(name).suffix
+    shown = (suffix + COMPRESSED_SUFFIX if path.name.lower().endswith(COMPRESSED_SUFFIX) else suffix) or path.suffix
+    known = ", ".join(sorted(SUPPORTED_EXTENSIONS))
+    return (f"unsupported file type {shown or '(no extension)'!r} (supported: {known}, the same compressed "
+            f"as .gz except .pdf, and files named README, NEWS, copyright and the like)")
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The file's bytes, decompressed if it is a .gz file; refused past MAX_FILE_BYTES either way."""
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
             raise IngestError(f"{path}: the file is {size:,} bytes; the limit is {MAX_FILE_BYTES:,} bytes per file "
                               "(split it into smaller files)")
-        data = path.read_bytes()
+        if not path.name.lower().endswith(COMPRESSED_SUFFIX):
+            return path.read_bytes()
+        with gzip.open(path) as stream:
+            data = stream.read(MAX_FILE_BYTES + 1)
+    except gzip.BadGzipFile as exc:
+        raise IngestError(f"{path}: not a valid gzip file ({exc})") from exc
     except OSError as exc:
         raise IngestError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    except (EOFError, zlib.error) as exc:
+        raise IngestError(f"{path}: not a valid gzip file ({exc})") from exc
+    if len(data) > MAX_FILE_BYTES:
+        raise IngestError(f"{path}: decompressed, the file is over the limit of {MAX_FILE_BYTES:,} bytes per file "
+                          "(split it into smaller files)")
+    return data
+
+
+def read_text(path: Path, *, errors: str = "strict") -> str:
+    """Decode a text file as UTF-8 (BOM dropped, newlines normalised to ``\\n``); a .gz file decompressed.
+
+    ``errors="replace"`` turns invalid bytes into U+FFFD instead of failing.
+    """
+    if errors not in ("strict", "replace"):
+        raise ValueError("errors must be 'strict' or 'replace'")
+    data = _read_bytes(path)
     _check_binary(path, data)
     try:
         text = data.decode("utf-8", errors=errors)
@@ -106,14 +161,12 @@ def _check_path(path: Path) -> None:
 
 
 def _file_type(path: Path, strategy: str | None) -> str:
-    file_type = SUPPORTED_EXTENSIONS.get(path.suffix.lower())
+    file_type = file_type_of(path)
     if file_type is None:
         if strategy is None:
-            known = ", ".join(sorted(SUPPORTED_EXTENSIONS))
-            raise IngestError(
-                f"{path}: unsupported file type {path.suffix or '(no extension)'!r} "
-                f"(supported: {known}); pass a strategy to read it as text"
-            )
+            raise IngestError(f"{path}: {unsupported_reason(path)}; pass a strategy to read it as text")
+        if path.name.lower().endswith(".pdf" + COMPRESSED_SUFFIX):
+            raise IngestError(f"{path}: a compressed PDF is not read; decompress it first")
         file_type = "markdown"  # an explicit strategy reads unknown extensions as text
     return file_type
 
@@ -163,6 +216,8 @@ def load_document(
         raise IngestError(f"{path}: the code strategy reads Python (.py) files only")
     elif file_type == "html" and strategy in (None, "headings"):
         tree, strategy = parse_html(read_text(path, errors=errors), source), "headings"
+    elif file_type == "rst" and strategy in (None, "headings"):
+        tree, strategy = parse_rst(_check_lines(path, read_text(path, errors=errors)), source), "headings"
     else:
         text = _plain_text(path, file_type, errors)
         if strategy is None:
@@ -191,8 +246,8 @@ def _is_blank(file: Path) -> bool:
     """An empty or whitespace-only file (a package's ``__init__.py``): nothing to ingest, nothing wrong."""
     try:
         size = file.stat().st_size
-        return size == 0 or (size <= 4096 and not file.read_bytes().strip())
-    except OSError:
+        return size == 0 or (size <= 4096 and not _read_bytes(file).strip())
+    except (OSError, IngestError):
         return False  # reading it later reports the problem
 
 
@@ -212,13 +267,13 @@ def iter_supported_files(paths: Iterable[Path | str]) -> tuple[list[Path], list[
         if file in seen:
             return
         seen.add(file)
-        if file.suffix.lower() in SUPPORTED_EXTENSIONS:
+        if file_type_of(file) is not None:
             if found and _is_blank(file):  # named explicitly, an empty file stays an error
                 skipped.append((file, "empty file"))
             else:
                 supported.append(file)
         else:
-            skipped.append((file, f"unsupported file type {file.suffix or '(no extension)'!r}"))
+            skipped.append((file, unsupported_reason(file).split(" (")[0]))
 
     for raw in paths:
         path = Path(raw)
@@ -234,9 +289,12 @@ def iter_supported_files(paths: Iterable[Path | str]) -> tuple[list[Path], list[
 
 
 __all__ = [
+    "DOC_FILE_NAMES",
     "STRATEGIES",
     "SUPPORTED_EXTENSIONS",
+    "file_type_of",
     "iter_supported_files",
     "load_document",
     "read_text",
+    "unsupported_reason",
 ]

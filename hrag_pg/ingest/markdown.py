@@ -23,9 +23,9 @@ a list item or a block quote stays text as before.
 from __future__ import annotations
 
 import re
-from typing import Any
 
-from hrag_pg.ingest._common import TextCursor, normalise_text, open_section
+from hrag_pg.ingest._common import LineReader, open_section
+from hrag_pg.ingest._common import is_blank as _is_blank
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
 
 _FENCE_RE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
@@ -50,24 +50,12 @@ def _indent(line: str) -> int:
     return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
 
 
-def _is_blank(line: str) -> bool:
-    return not line.strip()
-
-
-class _Reader:
+class _Reader(LineReader):
     """Walks the lines once, appending nodes to the current section."""
 
     def __init__(self, text: str) -> None:
-        self.cursor = TextCursor(normalise_text(text))
-        self.lines = self.cursor.text.split("\n")
-        self.i = 0
-        self.root = DraftNode(kind="document", content="")
-        self.stack: list[tuple[int, DraftNode]] = [(0, self.root)]
+        super().__init__(text)
         self.first_h1: str | None = None
-
-    @property
-    def current(self) -> DraftNode:
-        return self.stack[-1][1]
 
     def read(self) -> DraftNode:
         while self.i < len(self.lines):
@@ -87,10 +75,6 @@ class _Reader:
             else:
                 self._paragraph()
         return self.root
-
-    def _leaf(self, kind: str, start: int, stop: int, **fields: Any) -> None:
-        """A leaf holding lines ``start`` up to ``stop`` (exclusive)."""
-        self.cursor.leaf(self.current, *self.cursor.lines_span(start, stop), kind, **fields)
 
     def _heading(self, level: int, text: str) -> None:
         self.i += 1

@@ -24,12 +24,14 @@ from hrag_pg.ingest.html import parse_html
 from hrag_pg.ingest.loaders import STRATEGIES
 from hrag_pg.ingest.markdown import parse_markdown
 from hrag_pg.ingest.pages import parse_pages_text
+from hrag_pg.ingest.rst import parse_rst
 from hrag_pg.ingest.tree import DocumentTree
 from hrag_pg.ingest.window import parse_window
 
-TextFormat = Literal["markdown", "text", "html"]
-#: ``text`` reads like a ``.txt`` file does (Markdown headings if any, else paragraphs).
-FORMATS: tuple[str, ...] = ("markdown", "text", "html")
+TextFormat = Literal["markdown", "text", "html", "rst"]
+#: ``text`` reads like a ``.txt`` file does (Markdown headings if any, else paragraphs);
+#: ``rst`` like a ``.rst`` file (reStructuredText section titles).
+FORMATS: tuple[str, ...] = ("markdown", "text", "html", "rst")
 
 
 def check_metadata(metadata: Any, source: str) -> dict[str, Any]:
@@ -97,6 +99,8 @@ def load_text(
     tree: DocumentTree
     if format == "html" and strategy in (None, "headings"):
         tree, strategy = parse_html(text, source), "headings"
+    elif format == "rst" and strategy in (None, "headings"):
+        tree, strategy = parse_rst(text, source), "headings"
     elif strategy == "code":
         tree = parse_python(text, source)
     else:

@@ -101,7 +101,7 @@ class HRAGRetriever(BaseRetriever):
         *,
         collection: str | None = None,
         strategy: str | None = None,
-        format: Literal["markdown", "text", "html"] = "markdown",
+        format: Literal["markdown", "text", "html", "rst"] = "markdown",
     ) -> IngestReport:
         """Store LlamaIndex ``Document``s, each one source split by hrag's strategy (hrag builds the tree).
 

@@ -31,6 +31,7 @@ from hrag_pg.ingest.html import parse_html
 from hrag_pg.ingest.markdown import parse_markdown
 from hrag_pg.ingest.pages import parse_pages_text
 from hrag_pg.ingest.pipeline import IngestOptions
+from hrag_pg.ingest.rst import parse_rst
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
 from hrag_pg.ingest.window import parse_window
 
@@ -162,6 +163,37 @@ markdown_block = st.one_of(heading, heading, paragraph(), paragraph(), list_bloc
 def markdown_cases(draw: st.DrawFn) -> Case:
     text = draw(raw_form(draw(joined(draw(st.lists(markdown_block, min_size=1, max_size=12))))))
     return Case("headings", text, normalised(text), parse_markdown)
+
+
+# ---------------------------------------------------------------- reStructuredText
+
+@st.composite
+def rst_title(draw: st.DrawFn) -> str:
+    text = " ".join(draw(st.lists(st.sampled_from(ENGLISH + JAPANESE), min_size=1, max_size=4)))
+    char = draw(st.sampled_from(["=", "-", "~", "^", "*", "#"]))
+    rule = char * (len(text) + draw(st.integers(0, 3)))
+    return f"{rule}\n{text}\n{rule}" if draw(st.booleans()) else f"{text}\n{rule}"
+
+
+rst_literal = st.tuples(paragraph(), st.lists(st.sampled_from(["x = 1", "SELECT 1;", "", "  nested"]),
+                                              min_size=1, max_size=4)
+                        ).map(lambda t: t[0] + "::\n\n" + "\n".join(f"    {line}" if line else "" for line in t[1]))
+rst_directive = st.tuples(st.sampled_from(["code-block:: sql", "note::", "toctree::", "image:: a.png", "warning::"]),
+                          words).map(lambda t: f".. {t[0]}\n\n   {t[1]}")
+rst_markup = st.sampled_from([".. a comment\n   that goes on", ".. _target: https://example.org", "----------",
+                              "..", "::", ".. |name| replace:: text"])
+rst_table = st.lists(words, min_size=1, max_size=3).map(
+    lambda rows: "=====  =====\na      b\n=====  =====\n" + "\n".join(f"{r}  x" for r in rows) + "\n=====  =====")
+rst_block = st.one_of(rst_title(), rst_title(), paragraph(), paragraph(), list_block, rst_literal, rst_directive,
+                      rst_markup, rst_table, long_line)
+
+
+@st.composite
+def rst_cases(draw: st.DrawFn) -> Case:
+    # blocks one blank line apart at least: a title must follow a blank line to be a title,
+    # but any text must round-trip whatever it is read as
+    text = draw(raw_form(draw(joined(draw(st.lists(rst_block, min_size=1, max_size=12))))))
+    return Case("rst", text, normalised(text), parse_rst)
 
 
 # ----------------------------------------------------------------- clauses

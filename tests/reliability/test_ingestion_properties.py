@@ -1,7 +1,7 @@
 """Round trip: ``node_text(root)`` is the document, exactly, for every strategy and child strategy.
 
 Generated documents (see :mod:`tests.reliability.roundtrip_cases`) of every
-kind — Markdown, clause documents, Python modules, unstructured text in
+kind — Markdown, reStructuredText, clause documents, Python modules, unstructured text in
 windows, pages separated by form feeds, HTML — are refined with generated
 options (every child strategy, budgets small enough to split long lines,
 parents and wide sections) and then:
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from hrag_pg.api import HRAG
@@ -34,6 +34,7 @@ from hrag_pg.ingest.flatten import FlatDocument
 from hrag_pg.ingest.loaders import load_document
 from hrag_pg.ingest.markdown import parse_markdown
 from hrag_pg.ingest.pipeline import IngestOptions, prepare_tree
+from hrag_pg.ingest.rst import parse_rst
 from hrag_pg.ingest.tokens import ApproximateTokenCounter
 from tests.reliability.roundtrip_cases import (
     Case,
@@ -45,6 +46,7 @@ from tests.reliability.roundtrip_cases import (
     normalised,
     options,
     pages_cases,
+    rst_cases,
     text_of_rows,
     window_cases,
 )
@@ -75,6 +77,16 @@ PURE = settings(max_examples=60, deadline=None, derandomize=True, suppress_healt
 @PURE
 @given(case=markdown_cases(), opts=options)
 def test_markdown_round_trips_exactly_before_the_database(case: Case, opts: IngestOptions) -> None:
+    check_before_the_database(case, opts)
+
+
+_RST_MARKUP_AT_BOTH_ENDS = ".. image:: a.png\n\nTitle\n=====\n\nBody::\n\n    code\n\n.. _t: https://example.org"
+
+
+@PURE
+@given(case=rst_cases(), opts=options)
+@example(case=Case("rst", _RST_MARKUP_AT_BOTH_ENDS, _RST_MARKUP_AT_BOTH_ENDS, parse_rst), opts=IngestOptions())
+def test_restructured_text_round_trips_exactly_before_the_database(case: Case, opts: IngestOptions) -> None:
     check_before_the_database(case, opts)
 
 
@@ -158,8 +170,8 @@ DB = settings(max_examples=12, deadline=None, derandomize=True,
 
 
 @DB
-@given(case=st.one_of(markdown_cases(), clause_cases()), opts=options)
-def test_markdown_and_clauses_round_trip_through_the_database(
+@given(case=st.one_of(markdown_cases(), clause_cases(), rst_cases()), opts=options)
+def test_markdown_clauses_and_restructured_text_round_trip_through_the_database(
     hrag: HRAG, sql: psycopg.Connection, case: Case, opts: IngestOptions
 ) -> None:
     ingest_and_check(hrag, sql, case, opts)

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import gzip
 import shutil
 from pathlib import Path
 
 import pytest
 
 from hrag_pg.errors import IngestError
+from hrag_pg.ingest import loaders
 from hrag_pg.ingest.loaders import iter_supported_files, load_document
 
 from .ingest_checks import FIXTURES, assert_leaves_nonempty
@@ -130,3 +132,80 @@ def test_a_page_without_visible_text_is_refused_naming_the_file(tmp_path: Path) 
     with pytest.raises(IngestError, match="found no text blocks") as info:
         load_document(path)
     assert str(path) in str(info.value)
+
+
+def test_an_rst_file_is_read_by_its_section_titles() -> None:
+    tree = load_document(FIXTURES / "guide.rst")
+    assert (tree.metadata["strategy"], tree.metadata["file_type"], tree.title) == ("headings", "rst", "hrag-pg manual")
+    assert "Install" in {node.key for node, _ in tree.root.walk() if node.kind == "section"}
+
+
+def test_a_gzipped_file_is_read_decompressed_as_the_type_of_its_inner_name(tmp_path: Path) -> None:
+    path = tmp_path / "guide.rst.gz"
+    path.write_bytes(gzip.compress((FIXTURES / "guide.rst").read_bytes()))
+    tree = load_document(path)
+    assert tree.metadata["file_type"] == "rst"
+    assert tree.root.full_text() == load_document(FIXTURES / "guide.rst").root.full_text()
+    assert tree.source == str(path)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"# not compressed at all\n", r"not a valid gzip file"),
+        (gzip.compress(b"# Title\n\n" + b"text " * 10_000)[:40], r"not a valid gzip file"),
+        (gzip.compress(b"abc \xff bad"), r"not valid UTF-8"),
+    ],
+    ids=["not compressed", "truncated", "not UTF-8 inside"],
+)
+def test_a_bad_gzip_file_is_refused_naming_the_file(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "README.md.gz"
+    path.write_bytes(content)
+    with pytest.raises(IngestError, match=message) as info:
+        load_document(path)
+    assert str(path) in str(info.value)
+
+
+def test_a_gzip_file_over_the_limit_once_decompressed_is_refused(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(loaders, "MAX_FILE_BYTES", 1_000)
+    path = tmp_path / "big.md.gz"
+    path.write_bytes(gzip.compress(b"word " * 1_000))  # 5,000 bytes decompressed, far less compressed
+    with pytest.raises(IngestError, match=r"decompressed, the file is over the limit of 1,000 bytes"):
+        load_document(path)
+
+
+@pytest.mark.parametrize("name", ["README", "copyright", "NEWS.Debian.gz", "README.source", "changelog.gz"])
+def test_documentation_files_named_like_readme_are_read_as_text(tmp_path: Path, name: str) -> None:
+    text = "Upstream notes\n\nThe package builds with the default flags.\n"
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
+    tree = load_document(path)
+    assert tree.metadata["file_type"] == "markdown"
+    assert "default flags" in tree.root.full_text()
+
+
+def test_other_files_without_a_known_extension_and_compressed_pdfs_stay_unsupported(tmp_path: Path) -> None:
+    for name in ("Makefile", "build.sh", "manual.pdf.gz", "notes.gz"):
+        (tmp_path / name).write_bytes(b"x")
+    supported, skipped = iter_supported_files([tmp_path])
+    assert supported == []
+    assert skipped == [
+        (tmp_path / "Makefile", "unsupported file type '(no extension)'"),
+        (tmp_path / "build.sh", "unsupported file type '.sh'"),
+        (tmp_path / "manual.pdf.gz", "unsupported file type '.pdf.gz'"),
+        (tmp_path / "notes.gz", "unsupported file type '.gz'"),
+    ]
+    with pytest.raises(IngestError, match=r"manual\.pdf\.gz: unsupported file type '\.pdf\.gz' \(supported: .*\.rst"):
+        load_document(tmp_path / "manual.pdf.gz")
+    with pytest.raises(IngestError, match="a compressed PDF is not read; decompress it first"):
+        load_document(tmp_path / "manual.pdf.gz", strategy="pages")
+
+
+def test_a_directory_walk_finds_rst_gzipped_and_readme_like_files(tmp_path: Path) -> None:
+    (tmp_path / "README.Debian").write_text("Debian notes\n")
+    (tmp_path / "index.rst").write_text("Title\n=====\n\nbody\n")
+    (tmp_path / "usage.md.gz").write_bytes(gzip.compress(b"# Usage\n\nrun it\n"))
+    (tmp_path / "empty.md.gz").write_bytes(gzip.compress(b"  \n"))
+    supported, skipped = iter_supported_files([tmp_path])
+    assert supported == [tmp_path / "README.Debian", tmp_path / "index.rst", tmp_path / "usage.md.gz"]
+    assert skipped == [(tmp_path / "empty.md.gz", "empty file")]

@@ -1,0 +1,213 @@
+"""reStructuredText → tree by section titles (the "headings" strategy for ``.rst``).
+
+Sphinx projects, Python packages and many Debian packages document
+themselves in reStructuredText; read as plain text, their titles (a line
+underlined, optionally also overlined, with punctuation) would be paragraphs
+of their own and the leaves would carry no heading path.
+
+As in reStructuredText itself, a title's level is the order in which its
+adornment style (character, with or without overline) first appears in the
+document.  Under a title, blocks become leaves as in Markdown: paragraphs,
+list items, tables, ``.. code-block::`` directives and the indented literal
+block after a paragraph ending in ``::`` (both "code"), other directives
+(``.. note::`` with its body) as paragraphs.  Markup that is no content
+(comments, hyperlink targets, ``toctree``/``index``/``contents`` and similar
+directives, transitions, a lone ``::``) is kept in the next node's
+separator, so the root's full text is still the document.
+
+This is a line-oriented reader for the common subset of reStructuredText,
+not docutils: anything it does not recognise is read as a paragraph, which
+loses no text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from hrag_pg.ingest._common import LineReader, open_section
+from hrag_pg.ingest._common import is_blank as _is_blank
+from hrag_pg.ingest.tree import DocumentTree, DraftNode
+
+# A line of one repeated punctuation character (reStructuredText's adornment characters).
+_ADORNMENT_RE = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}[ \t]*$")
+_DIRECTIVE_RE = re.compile(r"^\.\.[ \t]+([\w:+.-]+)[ \t]*::(?:[ \t]+(.*))?$")
+_EXPLICIT_RE = re.compile(r"^\.\.(?:[ \t]|$)")
+_FOOTNOTE_RE = re.compile(r"^\.\.[ \t]+\[[^\]]+\]")
+_LIST_RE = re.compile(r"^[ \t]*(?:[-*+•‣⁃]|\(?(?:\d+|[a-zA-Z#]|[ivxlcdmIVXLCDM]+)[.)])(?:[ \t]+|$)")
+_GRID_TABLE_RE = re.compile(r"^[ \t]*\+[-=+]+\+[ \t]*$")
+_SIMPLE_TABLE_RE = re.compile(r"^[ \t]*=+(?:[ \t]+=+)+[ \t]*$")
+_CODE_DIRECTIVES = frozenset({"code", "code-block", "sourcecode", "literalinclude", "doctest", "testcode"})
+# Directives that hold navigation or markup, not text a question would be answered by.
+_MARKUP_DIRECTIVES = frozenset({
+    "toctree", "index", "highlight", "contents", "sectnum", "include", "meta", "raw", "image",
+    "currentmodule", "default-role", "role", "only", "tabularcolumns", "autosummary",
+})
+
+
+def _indent(line: str) -> int:
+    return len(line.expandtabs(8)) - len(line.expandtabs(8).lstrip())
+
+
+class _Reader(LineReader):
+    """Walks the lines once, appending nodes to the current section."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.styles: list[tuple[str, bool]] = []  # adornment styles in order of first appearance
+        self.first_title: str | None = None
+
+    def _line(self, index: int) -> str:
+        return self.lines[index] if 0 <= index < len(self.lines) else ""
+
+    def read(self) -> DraftNode:
+        while self.i < len(self.lines):
+            line = self.lines[self.i]
+            if _is_blank(line):
+                self.i += 1
+            elif self._title():
+                continue
+            elif _ADORNMENT_RE.match(line):
+                self._markup(self.i, self.i + 1)  # a transition (or a stray rule)
+            elif _GRID_TABLE_RE.match(line) or _SIMPLE_TABLE_RE.match(line):
+                self._table()
+            elif _EXPLICIT_RE.match(line):
+                self._explicit()
+            elif _LIST_RE.match(line):
+                self._indented_block("item")
+            else:
+                self._paragraph()
+        # Markup after the last leaf has no next node to carry it as separator: it is a leaf.
+        self.cursor.leaf(self.current, self.cursor.end or 0, len(self.cursor.text), "paragraph")
+        return self.root
+
+    def _markup(self, start: int, stop: int) -> None:
+        """Lines ``start`` up to ``stop`` that are markup, not content: the next node's separator,
+        or a leaf if no node came before (the text before the first node has no holder)."""
+        if self.cursor.end is None:
+            self._leaf("paragraph", start, stop)
+        self.i = stop
+
+    def _body_end(self, start: int, base: int) -> int:
+        """Index just past the block at ``start``: its following lines indented deeper than
+        ``base``, blank lines inside included, trailing blank lines not."""
+        j = start + 1
+        end = j
+        while j < len(self.lines):
+            if _is_blank(self.lines[j]):
+                j += 1
+                continue
+            if _indent(self.lines[j]) <= base:
+                break
+            j += 1
+            end = j
+        return end
+
+    # -- titles --------------------------------------------------------------------------
+    def _title(self) -> bool:
+        """Open a section if a title starts at the current line (after a blank line or at the start)."""
+        i = self.i
+        if i > 0 and not _is_blank(self.lines[i - 1]):
+            return False
+        line = self.lines[i]
+        over = _ADORNMENT_RE.match(line)
+        if over:
+            text, under = self._line(i + 1), _ADORNMENT_RE.match(self._line(i + 2))
+            if (under and under.group(1) == over.group(1) and text.strip()
+                    and not _ADORNMENT_RE.match(text) and len(line.rstrip()) >= len(text.strip())):
+                self._open(i, i + 3, text.strip(), (over.group(1), True))
+                return True
+            return False
+        under = _ADORNMENT_RE.match(self._line(i + 1))
+        if (under and _indent(line) == 0 and not _EXPLICIT_RE.match(line)
+                and len(self._line(i + 1).rstrip()) >= min(len(line.rstrip()), 4)):
+            self._open(i, i + 2, line.strip(), (under.group(1), False))
+            return True
+        return False
+
+    def _open(self, start: int, stop: int, text: str, style: tuple[str, bool]) -> None:
+        if style not in self.styles:
+            self.styles.append(style)
+        level = self.styles.index(style) + 1
+        if self.first_title is None:
+            self.first_title = text
+        taken = self.cursor.take(*self.cursor.lines_span(start, stop))
+        assert taken is not None  # a title line is not blank
+        separator, content = taken
+        open_section(self.stack, level, text, content=content, separator=separator)
+        self.i = stop
+
+    # -- blocks ---------------------------------------------------------------------------
+    def _indented_block(self, kind: str, base: int | None = None, **fields: Any) -> None:
+        """The current line and the lines indented deeper than ``base`` (default: the current line's indent)."""
+        start = self.i
+        self.i = self._body_end(start, _indent(self.lines[start]) if base is None else base)
+        self._leaf(kind, start, self.i, **fields)
+
+    def _explicit(self) -> None:
+        """A directive, footnote, comment or hyperlink target (``..`` markup) with its indented body."""
+        line = self.lines[self.i]
+        directive = _DIRECTIVE_RE.match(line.strip())
+        if directive:
+            name = directive.group(1).lower().rsplit(":", 1)[-1]
+            if name in _CODE_DIRECTIVES:
+                language = (directive.group(2) or "").strip().split(" ")[0]
+                self._indented_block("code", metadata={"language": language} if language else {})
+            elif name in _MARKUP_DIRECTIVES:
+                self._markup(self.i, self._body_end(self.i, _indent(line)))
+            else:
+                self._indented_block("paragraph")
+        elif _FOOTNOTE_RE.match(line.strip()):
+            self._indented_block("paragraph")
+        else:  # a comment or a hyperlink target
+            self._markup(self.i, self._body_end(self.i, _indent(line)))
+
+    def _table(self) -> None:
+        start = self.i
+        self.i += 1
+        while self.i < len(self.lines) and not _is_blank(self.lines[self.i]):
+            self.i += 1
+            # a simple table's rows may be separated by blank lines; its last border ends it
+            if (_SIMPLE_TABLE_RE.match(self.lines[start]) and self.i < len(self.lines)
+                    and _is_blank(self.lines[self.i]) and not _SIMPLE_TABLE_RE.match(self.lines[self.i - 1])):
+                while self.i < len(self.lines) and _is_blank(self.lines[self.i]):
+                    self.i += 1
+        while _is_blank(self._line(self.i - 1)):
+            self.i -= 1
+        self._leaf("table", start, self.i)
+
+    def _paragraph(self) -> None:
+        """Lines up to the next blank line; one ending in ``::`` introduces a literal block."""
+        start = self.i
+        base = _indent(self.lines[start])
+        self.i += 1
+        while self.i < len(self.lines) and not _is_blank(self.lines[self.i]):
+            self.i += 1
+        introduces_literal = self.lines[self.i - 1].rstrip().endswith("::")
+        if self.i - start == 1 and self.lines[start].strip() == "::":
+            self._markup(start, self.i)  # a lone "::" only introduces the literal block
+        else:
+            self._leaf("paragraph", start, self.i)
+        if not introduces_literal:
+            return
+        j = self.i
+        while j < len(self.lines) and _is_blank(self.lines[j]):
+            j += 1
+        if j < len(self.lines) and _indent(self.lines[j]) > base:
+            self.i = j
+            self._indented_block("code", base)
+
+
+def parse_rst(text: str, source: str, *, title: str | None = None) -> DocumentTree:
+    """Build a section tree from reStructuredText.
+
+    The document title is ``title`` if given, else the first section title.
+    """
+    reader = _Reader(text)
+    root = reader.read()
+    doc_title = title if title is not None else reader.first_title
+    root.title = doc_title
+    return DocumentTree(source=source, root=root, title=doc_title, metadata={"strategy": "headings"})
+
+
+__all__ = ["parse_rst"]
