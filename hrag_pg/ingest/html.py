@@ -81,7 +81,7 @@ class _TreeBuilder(HTMLParser):
         self.ignored = 0
         self.in_title = False
         self.page_title: list[str] = []
-        self.first_h1: str | None = None
+        self.h1s: list[str] = []
         self.heading: tuple[int, list[str]] | None = None
         self.container: _Container | None = None
         self.buffer: list[str] = []
@@ -202,8 +202,8 @@ class _TreeBuilder(HTMLParser):
         text = _SPACE_RE.sub(" ", "".join(parts)).strip()
         if not text:
             return
-        if level == 1 and self.first_h1 is None:
-            self.first_h1 = text
+        if level == 1:
+            self.h1s.append(text)
         open_section(self.stack, level, text)
 
     def finish(self) -> DraftNode:
@@ -217,14 +217,15 @@ class _TreeBuilder(HTMLParser):
 def parse_html(text: str, source: str, *, title: str | None = None) -> DocumentTree:
     """Build a heading tree from an HTML page.
 
-    The document title is ``title`` if given, else the first ``<h1>``, else
-    the page's ``<title>``.
+    The document title is ``title`` if given, else the page's ``<h1>`` if it
+    has exactly one, else its ``<title>`` (several ``<h1>``: see
+    :func:`hrag_pg.ingest.markdown.parse_markdown`).
     """
     builder = _TreeBuilder()
     builder.feed(text)
     root = builder.finish()
     page_title = _SPACE_RE.sub(" ", "".join(builder.page_title)).strip() or None
-    doc_title = title if title is not None else (builder.first_h1 or page_title)
+    doc_title = title if title is not None else (builder.h1s[0] if len(builder.h1s) == 1 else page_title)
     root.title = doc_title
     return DocumentTree(
         source=source, root=root, title=doc_title, metadata={"strategy": "headings"}

@@ -55,7 +55,7 @@ class _Reader(LineReader):
 
     def __init__(self, text: str) -> None:
         super().__init__(text)
-        self.first_h1: str | None = None
+        self.h1s: list[str] = []
 
     def read(self) -> DraftNode:
         while self.i < len(self.lines):
@@ -82,8 +82,8 @@ class _Reader(LineReader):
             # A bare "#" carries no text and no structure worth a section; it stays as text.
             self._leaf("paragraph", self.i - 1, self.i)
             return
-        if level == 1 and self.first_h1 is None:
-            self.first_h1 = text
+        if level == 1:
+            self.h1s.append(text)
         taken = self.cursor.take(*self.cursor.lines_span(self.i - 1, self.i))
         assert taken is not None  # a heading line with text is not blank
         separator, content = taken
@@ -199,8 +199,8 @@ class _Reader(LineReader):
         """Lines ``start`` up to the underline at ``self.i`` as one heading of ``level``."""
         text = " ".join(line.strip() for line in self.lines[start : self.i]).strip()
         self.i += 1
-        if level == 1 and self.first_h1 is None:
-            self.first_h1 = text
+        if level == 1:
+            self.h1s.append(text)
         taken = self.cursor.take(*self.cursor.lines_span(start, self.i))
         assert taken is not None  # the first line is not blank
         separator, content = taken
@@ -210,13 +210,16 @@ class _Reader(LineReader):
 def parse_markdown(text: str, source: str, *, title: str | None = None) -> DocumentTree:
     """Build a heading tree from Markdown.
 
-    The document title is ``title`` if given, else the first H1's text.
-    Heading level L nests under the nearest earlier heading of level < L, so
+    The document title is ``title`` if given, else the text of its H1 if it
+    has exactly one.  With several H1s (a changelog's versions, a README's
+    top-level parts) the first names only its own part: as the document's
+    title it would head the path of every other part's leaves too, in their
+    embedded text and breadcrumbs.  Heading level L nests under the nearest earlier heading of level < L, so
     skipped levels (an H3 straight under an H1) are fine.
     """
     reader = _Reader(text)
     root = reader.read()
-    doc_title = title if title is not None else reader.first_h1
+    doc_title = title if title is not None else (reader.h1s[0] if len(reader.h1s) == 1 else None)
     root.title = doc_title
     return DocumentTree(
         source=source, root=root, title=doc_title, metadata={"strategy": "headings"}

@@ -55,7 +55,7 @@ class _Reader(LineReader):
     def __init__(self, text: str) -> None:
         super().__init__(text)
         self.styles: list[tuple[str, bool]] = []  # adornment styles in order of first appearance
-        self.first_title: str | None = None
+        self.top_titles: list[str] = []  # the titles of the first style (level 1)
 
     def _line(self, index: int) -> str:
         return self.lines[index] if 0 <= index < len(self.lines) else ""
@@ -129,8 +129,8 @@ class _Reader(LineReader):
         if style not in self.styles:
             self.styles.append(style)
         level = self.styles.index(style) + 1
-        if self.first_title is None:
-            self.first_title = text
+        if level == 1:
+            self.top_titles.append(text)
         taken = self.cursor.take(*self.cursor.lines_span(start, stop))
         assert taken is not None  # a title line is not blank
         separator, content = taken
@@ -201,11 +201,13 @@ class _Reader(LineReader):
 def parse_rst(text: str, source: str, *, title: str | None = None) -> DocumentTree:
     """Build a section tree from reStructuredText.
 
-    The document title is ``title`` if given, else the first section title.
+    The document title is ``title`` if given, else the first title if no other
+    title has its style (as docutils promotes a lone top-level title); with
+    several, it names only its own part (see :func:`parse_markdown`).
     """
     reader = _Reader(text)
     root = reader.read()
-    doc_title = title if title is not None else reader.first_title
+    doc_title = title if title is not None else (reader.top_titles[0] if len(reader.top_titles) == 1 else None)
     root.title = doc_title
     return DocumentTree(source=source, root=root, title=doc_title, metadata={"strategy": "headings"})
 

@@ -56,6 +56,11 @@ def test_title_tag_used_when_there_is_no_h1() -> None:
     assert page().title == "Travel expenses"
 
 
+def test_with_several_h1s_the_title_tag_titles_the_page() -> None:
+    tree = parse_html("<title>Release notes</title><h1>2.14</h1><p>a</p><h1>2.13</h1><p>b</p>", "x")
+    assert tree.title == "Release notes"
+
+
 def test_unclosed_paragraphs_and_list_items_are_separate_leaves() -> None:
     tree = parse_html("<h2>S</h2><p>one<p>two<ul><li>a<li>b</ul>tail", "x")
     assert [(c.kind, c.content) for c in tree.root.children[0].children] == [

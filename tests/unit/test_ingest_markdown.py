@@ -4,6 +4,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hrag_pg.ingest.markdown import heading_of, parse_markdown
+from hrag_pg.ingest.pipeline import IngestOptions, prepare_tree
+from hrag_pg.ingest.tokens import ApproximateTokenCounter
 
 from .ingest_checks import FIXTURES, assert_leaves_nonempty, assert_text_preserved, find, shape
 
@@ -38,6 +40,15 @@ def test_document_title_is_first_h1_unless_given() -> None:
     _, tree = guide()
     assert tree.title == "hrag-pg user guide"
     assert parse_markdown("# A\n\ntext", "x", title="Given").title == "Given"
+
+
+def test_with_several_h1s_the_first_heads_only_its_own_part() -> None:
+    changelog = "Version 2.14\n============\n\nFixes a crash.\n\n# Version 2.7\n\n- Document the CMake option.\n"
+    tree = parse_markdown(changelog, "changelog")
+    assert tree.title is None and tree.root.title is None
+    doc = prepare_tree(tree, IngestOptions(), collection="c", counter=ApproximateTokenCounter())
+    paths = {n.content: n.heading_path for n in doc.nodes if n.kind == "item" or n.kind == "paragraph"}
+    assert paths == {"Fixes a crash.": ["Version 2.14"], "- Document the CMake option.": ["Version 2.7"]}
 
 
 def test_hash_lines_inside_code_fences_are_not_headings() -> None:
@@ -217,7 +228,7 @@ def test_an_underlined_multi_line_paragraph_is_one_heading_titled_by_its_lines_j
 
 
 def test_first_setext_h1_titles_the_document() -> None:
-    tree = parse_markdown("Preface.\n\nBUG REPORTS\n===========\n\n# Later\n\ntext", "bugs.md")
+    tree = parse_markdown("Preface.\n\nBUG REPORTS\n===========\n\n## Later\n\ntext", "bugs.md")
     assert tree.title == "BUG REPORTS"
     assert tree.root.title == "BUG REPORTS"
 

@@ -34,6 +34,7 @@ def test_a_title_is_its_adornment_lines_as_written_with_the_text_as_title() -> N
     assert (install.content, install.title) == ("Install\n=======", "Install")
     assert find(tree, "hrag-pg manual").content == "================\n hrag-pg manual\n================"
     assert tree.title == "hrag-pg manual"
+    assert parse_rst("One\n===\n\nbody\n\nTwo\n===\n\nbody", "x").title is None  # two top-level parts
     assert parse_rst("Text\n====\n\nbody", "x", title="Given").title == "Given"
 
 
