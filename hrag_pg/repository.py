@@ -107,6 +107,21 @@ def _same_shape(doc: FlatDocument, old_rows: dict[uuid.UUID, tuple[Any, ...]]) -
     return True
 
 
+def _interrupt_behind(exc: BaseException) -> BaseException | None:
+    """The Ctrl-C (or exit) that an error was raised while handling, if any.
+
+    Interrupted mid-statement, a connection still has a command in progress,
+    so the rollback that follows fails ("another command is already in
+    progress"); that error must not turn the interrupt into a failed call.
+    """
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, (KeyboardInterrupt, SystemExit)):
+            return seen
+        seen = seen.__context__
+    return None
+
+
 def _driver(conn: sa.Connection) -> psycopg.Connection:
     driver = conn.connection.driver_connection
     assert isinstance(driver, psycopg.Connection)
@@ -487,11 +502,21 @@ class Repository:
             try:
                 yield conn
             except (psycopg.OperationalError, sa.exc.OperationalError) as exc:
+                interrupt = _interrupt_behind(exc)
+                if interrupt is not None:
+                    conn.invalidate()
+                    raise interrupt from None
                 if not conn.invalidated:
                     driver = conn.connection.dbapi_connection
                     if driver is None or driver.closed or getattr(driver, "broken", False):
                         conn.invalidate()
                 raise operational_error(url, exc) from exc
+            except (KeyboardInterrupt, SystemExit):
+                # Interrupted mid-statement (Ctrl-C), the connection still has a command in
+                # progress: returned to the pool, its reset would fail and log a traceback.
+                if not conn.invalidated:
+                    conn.invalidate()
+                raise
 
     @contextmanager
     def _writing(self) -> Iterator[sa.Connection]:
@@ -512,7 +537,8 @@ class Repository:
                 first: BaseException = exc
                 while isinstance(first.__context__, (psycopg.OperationalError, sa.exc.OperationalError)):
                     first = first.__context__
-                raise first from None
+                interrupt = _interrupt_behind(exc)
+                raise (interrupt or first) from None
 
     def _fetch(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         """One read statement, in autocommit: no BEGIN and ROLLBACK round trips around it."""

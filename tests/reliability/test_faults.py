@@ -501,6 +501,70 @@ def test_statement_timeout_during_a_write_releases_the_source_lock(
     timed.engine.dispose()
 
 
+def test_ctrl_c_during_a_blocked_write_is_an_interrupt_and_leaves_a_usable_pool(
+    hrag: HRAG, sql: psycopg.Connection, db_url: str, embedder: HashingEmbedder,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Ctrl-C while a write waits on a row lock: KeyboardInterrupt, the previous version, no lock left."""
+    source = "interrupt/handbook.md"
+    hrag.ingest_tree(parse_markdown(handbook(2, 4), source))
+    before = snapshot(sql, source)
+    doc_id = before["document"][0]
+    # A test run started in the background inherits SIGINT ignored: give it Python's default handler.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    repo = _own_repository(db_url)
+    new = prepare_tree_of(handbook(2, 4, tag="v2"), source, embedder)
+    try:
+        with psycopg.connect(db.libpq_url(db_url)) as blocker:
+            blocker.execute("SELECT id FROM hrag.nodes WHERE document_id = %s ORDER BY seq LIMIT 1 FOR UPDATE",
+                            (doc_id,))
+            timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+            timer.start()
+            with caplog.at_level("ERROR", logger="sqlalchemy.pool"), pytest.raises(KeyboardInterrupt):
+                repo.write_document(new, embedder)
+            timer.join()
+            blocker.rollback()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert not [r for r in caplog.records if r.name.startswith("sqlalchemy")], "the pool logged a reset failure"
+    assert_same(before, snapshot(sql, source))
+    assert advisory_locks(sql) == []
+    # The same pool writes the new version.
+    assert repo.write_document(new, embedder).status == "updated"
+    assert repo.node_text(root_id(sql, source)) == expected_text(new)
+    repo.engine.dispose()
+
+
+def test_ctrl_c_that_leaves_a_command_in_progress_stays_an_interrupt(
+    hrag: HRAG, sql: psycopg.Connection, db_url: str, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An interrupt whose connection still has a command in progress is re-raised, not ConnectionLost.
+
+    Then the transaction's rollback fails ("another command is already in
+    progress").  Before the fix that rollback error replaced the interrupt:
+    ``hrag ingest`` reported the file as failed, went on with the next one
+    and exited 1 instead of 130, and the pool logged a traceback when it
+    reset the connection (the fresh-clone CI run of
+    ``test_ctrl_c_during_ingest_exits_130_with_one_line`` once caught Ctrl-C
+    at that point).  The state is made here directly: a query sent and not
+    read, then the interrupt.
+    """
+    repo = _own_repository(db_url)
+
+    def interrupt_with_a_command_in_progress(call: Any) -> None:
+        with call() as conn:
+            repository_module._driver(conn).pgconn.send_query(b"SELECT pg_sleep(0.2)")
+            raise KeyboardInterrupt
+
+    for call in (repo._writing, repo._reading):
+        with caplog.at_level("ERROR", logger="sqlalchemy.pool"), pytest.raises(KeyboardInterrupt):
+            interrupt_with_a_command_in_progress(call)
+        assert not [r for r in caplog.records if r.name.startswith("sqlalchemy")], \
+            f"{call.__name__}: the pool logged a reset failure"
+    assert repo._fetch("SELECT 1 AS one", {}) == [{"one": 1}]  # the same pool answers the next call
+    repo.engine.dispose()
+
+
 # ------------------------------------------- 4. connection lost during a write
 
 
