@@ -44,6 +44,15 @@ DOC_FILE_NAMES = frozenset({
     "authors", "bugs", "changelog", "changes", "contributing", "contributors", "copying", "copyright",
     "faq", "history", "install", "licence", "license", "news", "notice", "readme", "thanks", "todo",
 })
+#: A doc name may carry one qualifier (README.Debian, LICENSE.APACHE, README.source), but not
+#: one of these: then it is code, data or a build product (install.sh, changelog.tar.gz,
+#: install.cpython-311.pyc has two parts and is refused anyway).
+_NOT_DOC_QUALIFIERS = frozenset({
+    "a", "ac", "am", "bat", "bin", "bz2", "c", "cc", "cfg", "cmake", "conf", "cpp", "css", "csv", "dat",
+    "db", "dll", "exe", "gif", "go", "h", "hpp", "in", "ini", "java", "jpeg", "jpg", "js", "json", "log",
+    "lua", "mk", "o", "pl", "pm", "png", "pod", "ps1", "py", "pyc", "pyo", "rb", "rs", "sh", "so", "sql",
+    "svg", "tar", "tgz", "toml", "ts", "tsv", "vim", "xml", "xz", "yaml", "yml", "zip", "zst",
+})
 #: A ``.gz`` file is read decompressed, as the file type of the name without ``.gz`` (the way
 #: Debian installs most of its documentation); not PDFs, which are read from disk by pypdf.
 COMPRESSED_SUFFIX = ".gz"
@@ -63,14 +72,20 @@ def _check_binary(path: Path, data: bytes) -> None:
     controls = sum(sample.count(bytes([b])) for b in _CONTROL_BYTES)
     if sample.count(0) > len(sample) // 100 or controls > len(sample) // 10:
         raise IngestError(
-            f"{path}: looks like a binary file, not text; pass a text, HTML, PDF or Python file"
+            f"{path}: looks like a binary file{', once decompressed,' if _compressed(path) else ''} not text; "
+            "pass a text, Markdown, reStructuredText, HTML, PDF or Python file"
         )
     offset = data.find(b"\x00")
     if offset >= 0:
         raise IngestError(
-            f"{path}: contains a NUL byte at offset {offset}; PostgreSQL text cannot store NUL bytes, "
+            f"{path}: contains a NUL byte at offset {offset}{' (decompressed)' if _compressed(path) else ''}; "
+            "PostgreSQL text cannot store NUL bytes, "
             "remove them first"
         )
+
+
+def _compressed(path: Path) -> bool:
+    return path.name.lower().endswith(COMPRESSED_SUFFIX)
 
 
 def file_type_of(path: Path) -> str | None:
@@ -80,21 +95,33 @@ def file_type_of(path: Path) -> str | None:
     if compressed:
         name = name.removesuffix(COMPRESSED_SUFFIX)
     file_type = SUPPORTED_EXTENSIONS.get(Path(name).suffix)
-    if file_type is None and name.split(".")[0] in DOC_FILE_NAMES:
+    if file_type is None and _is_doc_name(name):
         file_type = "markdown"
     if compressed and file_type == "pdf":
         return None
     return file_type
 
 
-def unsupported_reason(path: Path) -> str:
-    """Why a file is not read by default: its type, and what is read."""
+def _is_doc_name(name: str) -> bool:
+    """README, copyright, README.Debian, LICENSE.APACHE (lower-cased, without .gz); not install.sh."""
+    stem, _, qualifier = name.partition(".")
+    return stem in DOC_FILE_NAMES and (not qualifier or ("." not in qualifier and qualifier.isalpha()
+                                                         and qualifier not in _NOT_DOC_QUALIFIERS))
+
+
+def unsupported_type(path: Path) -> str:
+    """The skip reason of a file a directory walk does not read: ``unsupported file type '.sh'``."""
     name = path.name.lower().removesuffix(COMPRESSED_SUFFIX)
     suffix = Path(name).suffix
     shown = (suffix + COMPRESSED_SUFFIX if path.name.lower().endswith(COMPRESSED_SUFFIX) else suffix) or path.suffix
+    return f"unsupported file type {shown or '(no extension)'!r}"
+
+
+def unsupported_reason(path: Path) -> str:
+    """Why a file is not read by default: its type, and what is read."""
     known = ", ".join(sorted(SUPPORTED_EXTENSIONS))
-    return (f"unsupported file type {shown or '(no extension)'!r} (supported: {known}, the same compressed "
-            f"as .gz except .pdf, and files named README, NEWS, copyright and the like)")
+    return (f"{unsupported_type(path)} (supported: {known}, the same compressed as .gz except .pdf, "
+            "and files named README, NEWS, copyright and the like)")
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -273,7 +300,7 @@ def iter_supported_files(paths: Iterable[Path | str]) -> tuple[list[Path], list[
             else:
                 supported.append(file)
         else:
-            skipped.append((file, unsupported_reason(file).split(" (")[0]))
+            skipped.append((file, unsupported_type(file)))
 
     for raw in paths:
         path = Path(raw)

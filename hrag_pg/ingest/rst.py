@@ -31,8 +31,10 @@ from hrag_pg.ingest.tree import DocumentTree, DraftNode
 
 # A line of one repeated punctuation character (reStructuredText's adornment characters).
 _ADORNMENT_RE = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}[ \t]*$")
+# An underline of one or two characters, for titles that short ("if", "C#").
+_SHORT_ADORNMENT_RE = re.compile(r"^([!-/:-@\[-`{-~])\1?[ \t]*$")
 _DIRECTIVE_RE = re.compile(r"^\.\.[ \t]+([\w:+.-]+)[ \t]*::(?:[ \t]+(.*))?$")
-_EXPLICIT_RE = re.compile(r"^\.\.(?:[ \t]|$)")
+_EXPLICIT_RE = re.compile(r"^[ \t]*\.\.(?:[ \t]|$)")
 _FOOTNOTE_RE = re.compile(r"^\.\.[ \t]+\[[^\]]+\]")
 _LIST_RE = re.compile(r"^[ \t]*(?:[-*+•‣⁃]|\(?(?:\d+|[a-zA-Z#]|[ivxlcdmIVXLCDM]+)[.)])(?:[ \t]+|$)")
 _GRID_TABLE_RE = re.compile(r"^[ \t]*\+[-=+]+\+[ \t]*$")
@@ -41,7 +43,7 @@ _CODE_DIRECTIVES = frozenset({"code", "code-block", "sourcecode", "literalinclud
 # Directives that hold navigation or markup, not text a question would be answered by.
 _MARKUP_DIRECTIVES = frozenset({
     "toctree", "index", "highlight", "contents", "sectnum", "include", "meta", "raw", "image",
-    "currentmodule", "default-role", "role", "only", "tabularcolumns", "autosummary",
+    "currentmodule", "default-role", "role", "tabularcolumns", "autosummary",
 })
 
 
@@ -118,9 +120,12 @@ class _Reader(LineReader):
                 self._open(i, i + 3, text.strip(), (over.group(1), True))
                 return True
             return False
-        under = _ADORNMENT_RE.match(self._line(i + 1))
-        if (under and _indent(line) == 0 and not _EXPLICIT_RE.match(line)
-                and len(self._line(i + 1).rstrip()) >= min(len(line.rstrip()), 4)):
+        underline = self._line(i + 1).rstrip()
+        under = _ADORNMENT_RE.match(underline) or (
+            _SHORT_ADORNMENT_RE.match(underline) if len(line.strip()) <= 2 else None)
+        # (a bullet or a doctest line over a rule is a list item or a doctest, not a title)
+        if (under and _indent(line) == 0 and not _EXPLICIT_RE.match(line) and not _LIST_RE.match(line)
+                and not line.startswith(">>>") and len(underline) >= min(len(line.rstrip()), 4)):
             self._open(i, i + 2, line.strip(), (under.group(1), False))
             return True
         return False
@@ -159,6 +164,13 @@ class _Reader(LineReader):
                 self._indented_block("paragraph")
         elif _FOOTNOTE_RE.match(line.strip()):
             self._indented_block("paragraph")
+        elif line.strip() == "..":
+            # An empty comment ends the construct before it and takes no indented text after a
+            # blank line (that is a block quote), only lines right below it.
+            stop = self.i + 1
+            while stop < len(self.lines) and not _is_blank(self.lines[stop]) and _indent(self.lines[stop]) > 0:
+                stop += 1
+            self._markup(self.i, stop)
         else:  # a comment or a hyperlink target
             self._markup(self.i, self._body_end(self.i, _indent(line)))
 
@@ -169,12 +181,23 @@ class _Reader(LineReader):
             self.i += 1
             # a simple table's rows may be separated by blank lines; its last border ends it
             if (_SIMPLE_TABLE_RE.match(self.lines[start]) and self.i < len(self.lines)
-                    and _is_blank(self.lines[self.i]) and not _SIMPLE_TABLE_RE.match(self.lines[self.i - 1])):
+                    and _is_blank(self.lines[self.i]) and not _SIMPLE_TABLE_RE.match(self.lines[self.i - 1])
+                    and self._table_goes_on(self.i)):
                 while self.i < len(self.lines) and _is_blank(self.lines[self.i]):
                     self.i += 1
         while _is_blank(self._line(self.i - 1)):
             self.i -= 1
         self._leaf("table", start, self.i)
+
+    def _table_goes_on(self, blank: int) -> bool:
+        """Whether a simple table's border comes after the blank line at ``blank`` with no
+        title-like rule before it (an unclosed table must not swallow the sections after it)."""
+        for line in self.lines[blank:]:
+            if _SIMPLE_TABLE_RE.match(line):
+                return True
+            if _ADORNMENT_RE.match(line):
+                return False
+        return False
 
     def _paragraph(self) -> None:
         """Lines up to the next blank line; one ending in ``::`` introduces a literal block."""
@@ -202,8 +225,10 @@ def parse_rst(text: str, source: str, *, title: str | None = None) -> DocumentTr
     """Build a section tree from reStructuredText.
 
     The document title is ``title`` if given, else the first title if no other
-    title has its style (as docutils promotes a lone top-level title); with
-    several, it names only its own part (see :func:`parse_markdown`).
+    title has its style (docutils promotes such a lone top-level title when
+    nothing but comments comes before it; here badges or a lead-in before it
+    do not matter, as for a Markdown H1); with several, it names only its own
+    part (see :func:`hrag_pg.ingest.markdown.parse_markdown`).
     """
     reader = _Reader(text)
     root = reader.read()

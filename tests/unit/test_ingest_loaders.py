@@ -209,3 +209,13 @@ def test_a_directory_walk_finds_rst_gzipped_and_readme_like_files(tmp_path: Path
     supported, skipped = iter_supported_files([tmp_path])
     assert supported == [tmp_path / "README.Debian", tmp_path / "index.rst", tmp_path / "usage.md.gz"]
     assert skipped == [(tmp_path / "empty.md.gz", "empty file")]
+
+
+@pytest.mark.parametrize(("name", "shown"), [
+    ("install.sh", ".sh"), ("changelog.tar.gz", ".tar.gz"), ("install.cpython-311.pyc", ".pyc"),
+    ("Install.pm", ".pm"), ("license.png", ".png"), ("FAQ.pod", ".pod"),
+])
+def test_a_doc_name_with_a_code_or_archive_extension_is_not_read_as_text(tmp_path: Path, name: str,
+                                                                         shown: str) -> None:
+    (tmp_path / name).write_bytes(b"\x00\x01binary or code")
+    assert iter_supported_files([tmp_path]) == ([], [(tmp_path / name, f"unsupported file type '{shown}'")])

@@ -116,3 +116,32 @@ def test_a_string_with_format_rst_is_read_like_an_rst_file() -> None:
     from_file = load_document(FIXTURES / "guide.rst", source="guide.rst")
     assert from_string.root == from_file.root
     assert from_string.metadata == from_file.metadata == {"strategy": "headings", "file_type": "rst"}
+
+
+def test_a_bullet_or_a_doctest_line_over_a_rule_is_not_a_title() -> None:
+    text = '- item\n------\n\n>>> print("-" * 8)\n--------\n\nSection\n=======\n\nbody'
+    sections = [(n.title, n.metadata["level"]) for n, _ in parse_rst(text, "x").root.walk() if n.kind == "section"]
+    assert sections == [("Section", 1)]
+
+
+def test_titles_of_one_or_two_characters_take_a_short_underline() -> None:
+    sections = [n.title for n, _ in parse_rst("if\n--\n\nbody\n\nC#\n--\n\nmore", "x").root.walk()
+                if n.kind == "section"]
+    assert sections == ["if", "C#"]
+
+
+def test_content_under_only_an_empty_comment_or_an_indented_directive_stays_searchable() -> None:
+    def leaves(text: str) -> list[tuple[str, str]]:
+        return [(leaf.kind, leaf.content) for leaf in parse_rst(text, "x").root.leaves()]
+
+    assert ("paragraph", ".. only:: html\n\n   Configure pgvector first.") in leaves(
+        "Title\n=====\n\n.. only:: html\n\n   Configure pgvector first.\n\nEnd.\n")
+    # ".." alone ends the list; the indented block after the blank line is a block quote, not comment
+    assert ("paragraph", "    Quoted text.") in leaves("Title\n=====\n\n- item\n\n..\n\n    Quoted text.\n\nEnd.\n")
+    indented = leaves("term\n    Description.\n\n    .. code-block:: sh\n\n        run it\n\nEnd.\n")
+    assert ("code", "    .. code-block:: sh\n\n        run it") in indented
+
+
+def test_a_simple_table_without_its_closing_border_does_not_swallow_the_next_section() -> None:
+    text = "T\n===\n\n=====  =====\nA      B\n=====  =====\n1      2\n\nPara one.\n\nSub\n---\n\nbody\n"
+    assert [n.title for n, _ in parse_rst(text, "x").root.walk() if n.kind == "section"] == ["T", "Sub"]
