@@ -502,10 +502,6 @@ class Repository:
             try:
                 yield conn
             except (psycopg.OperationalError, sa.exc.OperationalError) as exc:
-                interrupt = _interrupt_behind(exc)
-                if interrupt is not None:
-                    conn.invalidate()
-                    raise interrupt from None
                 if not conn.invalidated:
                     driver = conn.connection.dbapi_connection
                     if driver is None or driver.closed or getattr(driver, "broken", False):

@@ -114,6 +114,7 @@ class LineReader:
         self.i = 0
         self.root = DraftNode(kind="document", content="")
         self.stack: list[tuple[int, DraftNode]] = [(0, self.root)]
+        self.top_titles: list[str] = []  # the level-1 headings, for :func:`lone_title`
 
     @property
     def current(self) -> DraftNode:
@@ -122,6 +123,27 @@ class LineReader:
     def _leaf(self, kind: str, start: int, stop: int, **fields: Any) -> None:
         """A leaf holding lines ``start`` up to ``stop`` (exclusive)."""
         self.cursor.leaf(self.current, *self.cursor.lines_span(start, stop), kind, **fields)
+
+    def _heading(self, start: int, stop: int, level: int, text: str) -> None:
+        """Open the section of a heading written on lines ``start`` up to ``stop`` (markers included)."""
+        if level == 1:
+            self.top_titles.append(text)
+        taken = self.cursor.take(*self.cursor.lines_span(start, stop))
+        assert taken is not None  # a heading's lines hold its text
+        separator, content = taken
+        open_section(self.stack, level, text, content=content, separator=separator)
+        self.i = stop
+
+
+def lone_title(top_titles: list[str]) -> str | None:
+    """A document's title from its top-level headings: the heading if there is exactly one.
+
+    With several (a changelog's versions, a README's top-level parts) the
+    first names only its own part: as the document's title it would head the
+    path of every other part's leaves too, in their embedded text and
+    breadcrumbs.
+    """
+    return top_titles[0] if len(top_titles) == 1 else None
 
 
 def block_spans(text: str, start: int = 0, end: int | None = None) -> Iterator[tuple[int, int]]:

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-from hrag_pg.ingest._common import add_leaf, open_section
+from hrag_pg.ingest._common import add_leaf, lone_title, open_section
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
 
 _IGNORED = frozenset({"script", "style", "nav", "head", "noscript", "template", "svg", "iframe"})
@@ -81,7 +81,7 @@ class _TreeBuilder(HTMLParser):
         self.ignored = 0
         self.in_title = False
         self.page_title: list[str] = []
-        self.h1s: list[str] = []
+        self.top_titles: list[str] = []
         self.heading: tuple[int, list[str]] | None = None
         self.container: _Container | None = None
         self.buffer: list[str] = []
@@ -203,7 +203,7 @@ class _TreeBuilder(HTMLParser):
         if not text:
             return
         if level == 1:
-            self.h1s.append(text)
+            self.top_titles.append(text)
         open_section(self.stack, level, text)
 
     def finish(self) -> DraftNode:
@@ -225,7 +225,7 @@ def parse_html(text: str, source: str, *, title: str | None = None) -> DocumentT
     builder.feed(text)
     root = builder.finish()
     page_title = _SPACE_RE.sub(" ", "".join(builder.page_title)).strip() or None
-    doc_title = title if title is not None else (builder.h1s[0] if len(builder.h1s) == 1 else page_title)
+    doc_title = title if title is not None else (lone_title(builder.top_titles) or page_title)
     root.title = doc_title
     return DocumentTree(
         source=source, root=root, title=doc_title, metadata={"strategy": "headings"}

@@ -90,14 +90,11 @@ def _compressed(path: Path) -> bool:
 
 def file_type_of(path: Path) -> str | None:
     """The file type ``path`` is read as by default (see SUPPORTED_EXTENSIONS), or None if unsupported."""
-    name = path.name.lower()
-    compressed = name.endswith(COMPRESSED_SUFFIX)
-    if compressed:
-        name = name.removesuffix(COMPRESSED_SUFFIX)
+    name = path.name.lower().removesuffix(COMPRESSED_SUFFIX)
     file_type = SUPPORTED_EXTENSIONS.get(Path(name).suffix)
     if file_type is None and _is_doc_name(name):
         file_type = "markdown"
-    if compressed and file_type == "pdf":
+    if file_type == "pdf" and _compressed(path):
         return None
     return file_type
 
@@ -111,9 +108,8 @@ def _is_doc_name(name: str) -> bool:
 
 def unsupported_type(path: Path) -> str:
     """The skip reason of a file a directory walk does not read: ``unsupported file type '.sh'``."""
-    name = path.name.lower().removesuffix(COMPRESSED_SUFFIX)
-    suffix = Path(name).suffix
-    shown = (suffix + COMPRESSED_SUFFIX if path.name.lower().endswith(COMPRESSED_SUFFIX) else suffix) or path.suffix
+    suffix = Path(path.name.lower().removesuffix(COMPRESSED_SUFFIX)).suffix
+    shown = suffix + COMPRESSED_SUFFIX if _compressed(path) else suffix
     return f"unsupported file type {shown or '(no extension)'!r}"
 
 
@@ -124,23 +120,23 @@ def unsupported_reason(path: Path) -> str:
             "and files named README, NEWS, copyright and the like)")
 
 
-def _read_bytes(path: Path) -> bytes:
-    """The file's bytes, decompressed if it is a .gz file; refused past MAX_FILE_BYTES either way."""
+def _read_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The file's bytes, decompressed if it is a .gz file; refused past MAX_FILE_BYTES either way.
+
+    ``limit`` reads at most that many bytes and one more (a caller that only
+    needs the start), instead of refusing a larger file.
+    """
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
             raise IngestError(f"{path}: the file is {size:,} bytes; the limit is {MAX_FILE_BYTES:,} bytes per file "
                               "(split it into smaller files)")
-        if not path.name.lower().endswith(COMPRESSED_SUFFIX):
-            return path.read_bytes()
-        with gzip.open(path) as stream:
-            data = stream.read(MAX_FILE_BYTES + 1)
-    except gzip.BadGzipFile as exc:
+        with gzip.open(path) if _compressed(path) else path.open("rb") as stream:
+            data = stream.read(limit + 1)
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:  # (BadGzipFile is an OSError: first)
         raise IngestError(f"{path}: not a valid gzip file ({exc})") from exc
     except OSError as exc:
         raise IngestError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
-    except (EOFError, zlib.error) as exc:
-        raise IngestError(f"{path}: not a valid gzip file ({exc})") from exc
     if len(data) > MAX_FILE_BYTES:
         raise IngestError(f"{path}: decompressed, the file is over the limit of {MAX_FILE_BYTES:,} bytes per file "
                           "(split it into smaller files)")
@@ -273,7 +269,10 @@ def _is_blank(file: Path) -> bool:
     """An empty or whitespace-only file (a package's ``__init__.py``): nothing to ingest, nothing wrong."""
     try:
         size = file.stat().st_size
-        return size == 0 or (size <= 4096 and not _read_bytes(file).strip())
+        if size == 0 or size > 4096:
+            return size == 0
+        start = _read_bytes(file, limit=4096)  # (a .gz decompressed no further)
+        return len(start) <= 4096 and not start.strip()
     except (OSError, IngestError):
         return False  # reading it later reports the problem
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from hrag_pg.ingest._common import LineReader, open_section
+from hrag_pg.ingest._common import LineReader, lone_title
 from hrag_pg.ingest._common import is_blank as _is_blank
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
 
@@ -53,10 +53,6 @@ def _indent(line: str) -> int:
 class _Reader(LineReader):
     """Walks the lines once, appending nodes to the current section."""
 
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.h1s: list[str] = []
-
     def read(self) -> DraftNode:
         while self.i < len(self.lines):
             line = self.lines[self.i]
@@ -65,7 +61,7 @@ class _Reader(LineReader):
             elif _FENCE_RE.match(line):
                 self._fence()
             elif heading_of(line):
-                self._heading(*heading_of(line))  # type: ignore[misc]
+                self._atx_heading(*heading_of(line))  # type: ignore[misc]
             elif self._starts_table():
                 self._table()
             elif _QUOTE_RE.match(line):
@@ -76,18 +72,13 @@ class _Reader(LineReader):
                 self._paragraph()
         return self.root
 
-    def _heading(self, level: int, text: str) -> None:
-        self.i += 1
+    def _atx_heading(self, level: int, text: str) -> None:
         if not text:
             # A bare "#" carries no text and no structure worth a section; it stays as text.
-            self._leaf("paragraph", self.i - 1, self.i)
+            self._leaf("paragraph", self.i, self.i + 1)
+            self.i += 1
             return
-        if level == 1:
-            self.h1s.append(text)
-        taken = self.cursor.take(*self.cursor.lines_span(self.i - 1, self.i))
-        assert taken is not None  # a heading line with text is not blank
-        separator, content = taken
-        open_section(self.stack, level, text, content=content, separator=separator)
+        self._heading(self.i, self.i + 1, level, text)
 
     def _fence_end(self, start: int) -> int:
         """Index just past the fence opened at ``start`` (end of file if unclosed)."""
@@ -198,28 +189,20 @@ class _Reader(LineReader):
     def _setext_heading(self, start: int, level: int) -> None:
         """Lines ``start`` up to the underline at ``self.i`` as one heading of ``level``."""
         text = " ".join(line.strip() for line in self.lines[start : self.i]).strip()
-        self.i += 1
-        if level == 1:
-            self.h1s.append(text)
-        taken = self.cursor.take(*self.cursor.lines_span(start, self.i))
-        assert taken is not None  # the first line is not blank
-        separator, content = taken
-        open_section(self.stack, level, text, content=content, separator=separator)
+        self._heading(start, self.i + 1, level, text)
 
 
 def parse_markdown(text: str, source: str, *, title: str | None = None) -> DocumentTree:
     """Build a heading tree from Markdown.
 
     The document title is ``title`` if given, else the text of its H1 if it
-    has exactly one.  With several H1s (a changelog's versions, a README's
-    top-level parts) the first names only its own part: as the document's
-    title it would head the path of every other part's leaves too, in their
-    embedded text and breadcrumbs.  Heading level L nests under the nearest earlier heading of level < L, so
-    skipped levels (an H3 straight under an H1) are fine.
+    has exactly one (see :func:`lone_title`).  Heading level L nests under
+    the nearest earlier heading of level < L, so skipped levels (an H3
+    straight under an H1) are fine.
     """
     reader = _Reader(text)
     root = reader.read()
-    doc_title = title if title is not None else (reader.h1s[0] if len(reader.h1s) == 1 else None)
+    doc_title = title if title is not None else lone_title(reader.top_titles)
     root.title = doc_title
     return DocumentTree(
         source=source, root=root, title=doc_title, metadata={"strategy": "headings"}

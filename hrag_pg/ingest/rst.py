@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hrag_pg.ingest._common import LineReader, open_section
+from hrag_pg.ingest._common import LineReader, lone_title
 from hrag_pg.ingest._common import is_blank as _is_blank
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
 
@@ -57,7 +57,6 @@ class _Reader(LineReader):
     def __init__(self, text: str) -> None:
         super().__init__(text)
         self.styles: list[tuple[str, bool]] = []  # adornment styles in order of first appearance
-        self.top_titles: list[str] = []  # the titles of the first style (level 1)
 
     def _line(self, index: int) -> str:
         return self.lines[index] if 0 <= index < len(self.lines) else ""
@@ -131,16 +130,10 @@ class _Reader(LineReader):
         return False
 
     def _open(self, start: int, stop: int, text: str, style: tuple[str, bool]) -> None:
+        """A title's level is the order in which its adornment style first appeared."""
         if style not in self.styles:
             self.styles.append(style)
-        level = self.styles.index(style) + 1
-        if level == 1:
-            self.top_titles.append(text)
-        taken = self.cursor.take(*self.cursor.lines_span(start, stop))
-        assert taken is not None  # a title line is not blank
-        separator, content = taken
-        open_section(self.stack, level, text, content=content, separator=separator)
-        self.i = stop
+        self._heading(start, stop, self.styles.index(style) + 1, text)
 
     # -- blocks ---------------------------------------------------------------------------
     def _indented_block(self, kind: str, base: int | None = None, **fields: Any) -> None:
@@ -232,7 +225,7 @@ def parse_rst(text: str, source: str, *, title: str | None = None) -> DocumentTr
     """
     reader = _Reader(text)
     root = reader.read()
-    doc_title = title if title is not None else (reader.top_titles[0] if len(reader.top_titles) == 1 else None)
+    doc_title = title if title is not None else lone_title(reader.top_titles)
     root.title = doc_title
     return DocumentTree(source=source, root=root, title=doc_title, metadata={"strategy": "headings"})
 
