@@ -182,7 +182,8 @@ class HRAG:
             if not Path(p).exists():
                 raise IngestError(f"{p}: no such file or directory")
         user_metadata = check_metadata(metadata, "--metadata")
-        files, skipped = name_files(paths, source)
+        # (with an explicit strategy a file named explicitly is read whatever its extension)
+        files, skipped = name_files(paths, source, any_named_file=options.strategy is not None)
         report.skipped = [(str(p), reason) for p, reason in skipped]
         if bulk:
             _ = self.embedder  # load the model and check its dimension before touching the index

@@ -277,13 +277,17 @@ def _is_blank(file: Path) -> bool:
         return False  # reading it later reports the problem
 
 
-def iter_supported_files(paths: Iterable[Path | str]) -> tuple[list[Path], list[tuple[Path, str]]]:
+def iter_supported_files(paths: Iterable[Path | str], *, any_named_file: bool = False
+                         ) -> tuple[list[Path], list[tuple[Path, str]]]:
     """Expand files and directories into (supported files, skipped files with reasons).
 
     Directories are walked recursively in sorted order; hidden files and
     directories (".git", ".env") are skipped silently, unsupported
     extensions, empty files found in a directory (a package's ``__init__.py``)
     and missing paths are reported.  Each file appears once.
+    ``any_named_file``: a file named explicitly is taken whatever its type
+    (an explicit strategy reads it as text; files found in a directory still
+    have to be supported).
     """
     supported: list[Path] = []
     skipped: list[tuple[Path, str]] = []
@@ -293,7 +297,7 @@ def iter_supported_files(paths: Iterable[Path | str]) -> tuple[list[Path], list[
         if file in seen:
             return
         seen.add(file)
-        if file_type_of(file) is not None:
+        if file_type_of(file) is not None or (any_named_file and not found):
             if found and _is_blank(file):  # named explicitly, an empty file stays an error
                 skipped.append((file, "empty file"))
             else:

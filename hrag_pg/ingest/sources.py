@@ -24,9 +24,12 @@ from hrag_pg.errors import IngestError
 from hrag_pg.ingest.loaders import iter_supported_files
 
 
-def name_files(paths: Sequence[str | Path], source: str | None = None
+def name_files(paths: Sequence[str | Path], source: str | None = None, *, any_named_file: bool = False
                ) -> tuple[list[tuple[Path, str]], list[tuple[Path, str]]]:
-    """(supported files with their source names, skipped files with reasons)."""
+    """(supported files with their source names, skipped files with reasons).
+
+    ``any_named_file``: see :func:`iter_supported_files` (an explicit strategy).
+    """
     given = [Path(p) for p in paths]
     if source is not None:
         if not source.strip():
@@ -39,7 +42,7 @@ def name_files(paths: Sequence[str | Path], source: str | None = None
     skipped: list[tuple[Path, str]] = []
     seen: set[Path] = set()
     for path in given:
-        files, skip = iter_supported_files([path])
+        files, skip = iter_supported_files([path], any_named_file=any_named_file)
         skipped.extend(skip)
         for file in files:
             key = file.resolve()

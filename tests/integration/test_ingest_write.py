@@ -613,6 +613,7 @@ def test_missing_file_directory_of_mixed_files_and_empty_tree(
     empty = DocumentTree(source="hollow.md", root=DraftNode(kind="document", title="Hollow"))
     with pytest.raises(IngestError, match=r"hollow\.md: the document's structure yields no leaves"):
         hrag.ingest_tree(empty)
+
     assert document_row(sql, "hollow.md") is None
     assert_same(before, snapshot(sql, GUIDE))
 
@@ -705,3 +706,17 @@ def test_write_rows_only_stores_a_5000_node_document(db_url: str, sql: psycopg.C
     assert sql.execute("SELECT max(subtree_end) FROM hrag.nodes WHERE parent_id IS NULL").fetchone()[0] == 4999
     print(f"wrote 5,000 nodes in {seconds:.2f} s")
     repo.engine.dispose()
+
+
+def test_an_explicit_strategy_reads_a_named_file_of_any_type_but_a_walk_still_skips_them(
+        hrag: HRAG, tmp_path: Path) -> None:
+    """The advice in the "unsupported file type" error (pass a strategy to read it as text) works."""
+    config = tmp_path / "settings.toml"
+    config.write_text('retention = "30 days"\n\n[backup]\nhour = 3\n', encoding="utf-8")
+    (tmp_path / "notes.md").write_text("# Notes\n\nKept for a month.\n", encoding="utf-8")
+    window = IngestOptions(strategy="window")
+    assert [r.status for r in hrag.ingest([config], options=window, stop_on_error=True).results] == ["created"]
+    walked = hrag.ingest([tmp_path], options=window, stop_on_error=True)
+    assert [(Path(p).name, reason) for p, reason in walked.skipped] == [
+        ("settings.toml", "unsupported file type '.toml'")]
+    assert [Path(r.source).name for r in walked.results] == ["notes.md"]
