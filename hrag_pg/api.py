@@ -34,6 +34,7 @@ from .async_repository import AsyncRepository
 from .embedding import Embedder, default_embedder
 from .errors import HragError, IngestError
 from .ingest.children import QuestionGenerator
+from .ingest.flatten import FILE_PATH_KEY
 from .ingest.loaders import load_document
 from .ingest.pipeline import IngestOptions, Strategy, prepare_tree
 from .ingest.sources import name_files, old_names
@@ -155,6 +156,7 @@ class HRAG:
         metadata: dict[str, Any] | None = None,
         source: str | None = None,
         on_file: Callable[[Path, int, int], None] | None = None,
+        replace: bool = False,
     ) -> IngestReport:
         """Ingest files and directories; unsupported files are skipped and reported.
 
@@ -173,6 +175,13 @@ class HRAG:
         the one file given or prefixes a directory's names.  ``metadata`` (a
         JSON object) is stored on every document written, and ``filter``
         matches it.
+
+        Each document records the file it was read from (``file_path`` in its
+        metadata).  A file whose name is already stored from *another* file
+        that still exists (two directories' ``copyright``, ingested in two
+        calls) fails, naming both, instead of silently replacing the other
+        document; ``replace=True`` replaces it.  A file that moved (the old
+        path is gone) simply updates its document.
         """
         started = time.perf_counter()
         options = options or IngestOptions()
@@ -187,9 +196,10 @@ class HRAG:
         report.skipped = [(str(p), reason) for p, reason in skipped]
         if bulk:
             _ = self.embedder  # load the model and check its dimension before touching the index
+        stored_from = {} if replace else self.repository.file_paths(collection)
         with self.repository.vector_index_suspended() if bulk else contextlib.nullcontext():
             self._ingest_files(files, report, collection, options, progress, question_generator,
-                               stop_on_error, force, user_metadata, on_file)
+                               stop_on_error, force, user_metadata, on_file, stored_from)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -197,14 +207,16 @@ class HRAG:
                       options: IngestOptions, progress: Progress | None,
                       question_generator: QuestionGenerator | None, stop_on_error: bool, force: bool,
                       metadata: dict[str, Any],
-                      on_file: Callable[[Path, int, int], None] | None = None) -> None:
+                      on_file: Callable[[Path, int, int], None] | None = None,
+                      stored_from: dict[str, str] | None = None) -> None:
         self._ingest_embedder()  # a model that does not fit the database fails the call, not each file
         for index, (path, name) in enumerate(files, start=1):
             if on_file:
                 on_file(path, index, len(files))
             try:
-                tree = load_document(path, strategy=options.strategy, source=name, errors=options.errors,
-                                     window_tokens=options.window_tokens)
+                file_path = str(path.resolve())
+                _refuse_replacing_another_file(path, file_path, name, collection, (stored_from or {}).get(name))
+                tree = _load_file(path, name, options)
                 report.results.append(self._write_tree(tree, collection, options, progress, question_generator,
                                                        force, metadata))
             except HragError as exc:
@@ -371,8 +383,7 @@ class HRAG:
             if plan.old is None:
                 continue
             old_metadata = next(s.metadata for s in self.sources(collection) if s.source == plan.old)
-            tree = load_document(Path(plan.path), strategy=options.strategy, source=plan.new,
-                                 errors=options.errors, window_tokens=options.window_tokens)
+            tree = _load_file(Path(plan.path), plan.new, options)
             tree.metadata = {**old_metadata, **tree.metadata}  # the user's keys travel; hrag's are fresh
             embedder = self.embedder
             doc = prepare_tree(tree, options, collection=collection, model_name=_model_name(embedder),
@@ -560,6 +571,28 @@ class _DeferredEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._hrag.embedder.embed(texts)
+
+
+def _load_file(path: Path, name: str, options: IngestOptions) -> DocumentTree:
+    """The file's tree, recording the file it was read from (``file_path``, see :meth:`HRAG.ingest`)."""
+    tree = load_document(path, strategy=options.strategy, source=name, errors=options.errors,
+                         window_tokens=options.window_tokens)
+    tree.metadata[FILE_PATH_KEY] = str(path.resolve())
+    return tree
+
+
+def _refuse_replacing_another_file(path: Path, file_path: str, name: str, collection: str,
+                                   stored_from: str | None) -> None:
+    """IngestError if ``name`` is stored from another file that still exists (see :meth:`HRAG.ingest`)."""
+    if stored_from is None or stored_from == file_path or not Path(stored_from).exists():
+        return
+    if Path(stored_from).resolve() == Path(file_path):
+        return
+    raise IngestError(
+        f"{path}: collection {collection!r} already holds {name!r}, ingested from another file that still "
+        f"exists ({stored_from}); this would replace it. To keep both, give this one its own name (--source) "
+        "or another collection; to replace it, pass --replace (replace=True)"
+    )
 
 
 def _model_name(embedder: Embedder) -> str:

@@ -497,6 +497,10 @@ def ingest_cmd(
     window_tokens: int = typer.Option(1200, help="Parent size for --strategy window."),
     errors: str = typer.Option("strict", help="Invalid UTF-8: strict (refuse the file) or replace."),
     force: bool = typer.Option(False, "--force", help="Rewrite unchanged documents too (repairs missing embeddings)."),
+    replace: bool = typer.Option(False, "--replace",
+                                 help="Let a file replace the stored document of the same name although that one "
+                                      "was ingested from another file that still exists (by default that file "
+                                      "fails, naming both)."),
     bulk: bool = typer.Option(False, "--bulk", help="Initial loads: drop the vector index, load, rebuild it once."),
     metadata_json: str = typer.Option(None, "--metadata",
                                       help='JSON object stored on every document written, e.g. \'{"lang": "ja"}\' '
@@ -568,7 +572,7 @@ def ingest_cmd(
                 bar.remove_task(tasks.pop(stage))
 
         report = hrag.ingest(paths, collection=collection, options=options, progress=progress, force=force,
-                             bulk=bulk, metadata=metadata, source=source, on_file=on_file)
+                             bulk=bulk, metadata=metadata, source=source, on_file=on_file, replace=replace)
     if as_json:
         print_json({
             "collection": collection,

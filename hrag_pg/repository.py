@@ -44,7 +44,7 @@ from . import migrate, queries
 from .db import connection_error, operational_error
 from .embedding import Embedder, check_vectors
 from .errors import EmbeddingError, IngestError, InvalidArgument, SchemaError, from_database
-from .ingest.flatten import FlatDocument
+from .ingest.flatten import FILE_PATH_KEY, FlatDocument
 from .models import IngestResult, Node, RetrievalResult, SearchHit
 
 #: Progress callback: (stage, done, total).
@@ -120,6 +120,10 @@ def _interrupt_behind(exc: BaseException) -> BaseException | None:
             return seen
         seen = seen.__context__
     return None
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _driver(conn: sa.Connection) -> psycopg.Connection:
@@ -226,10 +230,13 @@ class Repository:
                       progress: Progress | None, after_chunk: Callable[[int], None] | None, force: bool,
                       started: float, lend_from: str | None = None) -> IngestResult:
         """The body of :meth:`write_document`, inside its transaction and locks."""
-        existing = conn.execute(
-            sa.text("SELECT content_hash FROM hrag.documents WHERE id = :id"), {"id": doc.id}
-        ).scalar()
+        existing, stored_metadata = conn.execute(
+            sa.text("SELECT content_hash, metadata FROM hrag.documents WHERE id = :id"), {"id": doc.id}
+        ).first() or (None, None)
         if existing == doc.content_hash and not force:
+            if stored_metadata != json.loads(_json(doc.metadata)):  # only the recorded file moved (FILE_PATH_KEY)
+                conn.execute(sa.text("UPDATE hrag.documents SET metadata = CAST(:metadata AS jsonb) WHERE id = :id"),
+                             {"id": doc.id, "metadata": _json(doc.metadata)})
             return IngestResult(
                 source=doc.source, collection=doc.collection, document_id=doc.id, status="unchanged",
                 nodes=len(doc.nodes), embedded=0, reused=len(doc.search_targets),
@@ -284,7 +291,7 @@ class Repository:
                 """
             ),
             {"id": doc.id, "collection": doc.collection, "source": doc.source, "title": doc.title,
-             "hash": doc.content_hash, "metadata": json.dumps(doc.metadata, ensure_ascii=False, default=str)},
+             "hash": doc.content_hash, "metadata": _json(doc.metadata)},
         )
         if old_rows and _same_shape(doc, old_rows):
             # Same nodes in the same places: rewrite only the rows whose text changed,
@@ -478,6 +485,13 @@ class Repository:
             "       (SELECT count(*) FROM hrag.nodes n WHERE n.document_id = d.id) AS nodes "
             "  FROM hrag.documents d WHERE %(c)s::text IS NULL OR d.collection = %(c)s::text "
             " ORDER BY d.collection, d.source", {"c": collection})
+
+    def file_paths(self, collection: str) -> dict[str, str]:
+        """The file each document of ``collection`` was ingested from, where one was recorded."""
+        rows = self._fetch(
+            "SELECT d.source, d.metadata->>%(k)s AS file_path FROM hrag.documents d "
+            " WHERE d.collection = %(c)s AND d.metadata ? %(k)s", {"c": collection, "k": FILE_PATH_KEY})
+        return {r["source"]: r["file_path"] for r in rows if r["file_path"]}
 
     def collections_of(self, source: str) -> list[str]:
         """The collections holding a document named ``source`` (for "not in that collection" errors)."""

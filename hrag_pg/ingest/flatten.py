@@ -35,6 +35,9 @@ from .tree import DocumentTree, DraftNode
 #: Namespace of every hrag id (uuid5).
 HRAG_NAMESPACE = uuid.UUID("6f1c8e2a-3b7d-5c1e-9a4f-2d8b0e6a7c35")
 _SEP = "\x1f"
+#: The document metadata key recording the file a document was read from.  It is left out of the
+#: document's hash: a moved or copied file, or the same text given as a string, is the same document.
+FILE_PATH_KEY = "file_path"
 #: Longest source name: (collection, source) is a btree key (at most 2,704 bytes per entry), and a
 #: collection name may take 1,024 bytes (256 characters of up to 4 bytes).
 MAX_SOURCE_BYTES = 1500
@@ -211,7 +214,8 @@ def flatten(
     doc.content_hash = _sha(
         "document",
         doc.title or "",
-        json.dumps(doc.metadata, sort_keys=True, ensure_ascii=False, default=str),
+        json.dumps({k: v for k, v in doc.metadata.items() if k != FILE_PATH_KEY},
+                   sort_keys=True, ensure_ascii=False, default=str),
         *(f"{n.id}{_SEP}{n.parent_id}{_SEP}{n.content_hash}{_SEP}{n.separator}{_SEP}"
           f"{json.dumps(n.metadata, sort_keys=True, ensure_ascii=False, default=str)}" for n in doc.nodes),
     )

@@ -12,7 +12,8 @@ the name must be the same whichever directory ``hrag ingest`` runs from:
 
 So ingesting ``docs/`` and later ``docs/guide.md`` updates the same document.
 Two files that would get the same name in one call are refused before
-anything is written.
+anything is written; across calls, :meth:`hrag_pg.api.HRAG.ingest` refuses a
+file whose name is stored from another file that still exists.
 """
 
 from __future__ import annotations

@@ -142,3 +142,56 @@ def test_documents_ingested_under_the_old_path_naming_are_renamed_without_reembe
     report = hrag.ingest([docs / "hr"], source="hr")
     assert [r.status for r in report.results] == ["unchanged"]
     assert hrag.rename_from_paths([docs])[0].status == "no old-named document"
+
+
+def two_copyright_files(tmp_path: Path) -> tuple[Path, Path]:
+    """Two package doc folders with a same-named file, as /usr/share/doc has."""
+    first, second = tmp_path / "zstd", tmp_path / "jansson"
+    for folder, text in ((first, "# zstd\n\nzstd is licensed under the BSD license.\n"),
+                         (second, "# jansson\n\njansson is licensed under the MIT license.\n")):
+        folder.mkdir()
+        (folder / "copyright.md").write_text(text, encoding="utf-8")
+    return first, second
+
+
+def test_a_file_does_not_silently_replace_a_same_named_document_read_from_another_file(
+        db_url: str, postgresql: psycopg.Connection, tmp_path: Path) -> None:
+    first, second = two_copyright_files(tmp_path)
+    hrag = HRAG(db_url, embedder=HashingEmbedder())
+    hrag.ingest([first])
+    report = hrag.ingest([second])
+    assert not report.results
+    [(path, error)] = report.failed
+    assert path == str(second / "copyright.md")
+    assert str(first / "copyright.md") in error and "--source" in error and "--replace" in error
+    [stored] = hrag.sources()
+    assert stored.metadata["file_path"] == str((first / "copyright.md").resolve())
+    assert "BSD" in (root_texts(hrag, postgresql)["copyright.md"] or ""), "the stored document is the first file"
+
+
+def test_replace_lets_another_file_replace_the_document_and_a_moved_file_just_updates(
+        db_url: str, tmp_path: Path) -> None:
+    first, second = two_copyright_files(tmp_path)
+    hrag = HRAG(db_url, embedder=HashingEmbedder())
+    hrag.ingest([first])
+    [replaced] = hrag.ingest([second], replace=True).results
+    assert replaced.status == "updated"
+    assert hrag.sources()[0].metadata["file_path"] == str((second / "copyright.md").resolve())
+    moved = tmp_path / "moved"
+    second.rename(moved)  # the recorded file is gone: this is the same document, moved
+    [same] = hrag.ingest([moved]).results
+    assert (same.status, same.embedded) == ("unchanged", 0), "the path is not part of the text"
+    assert hrag.sources()[0].metadata["file_path"] == str((moved / "copyright.md").resolve())
+    (moved / "copyright.md").write_text("# jansson\n\njansson is licensed under the MIT license, still.\n",
+                                        encoding="utf-8")
+    assert [r.status for r in hrag.ingest([moved]).results] == ["updated"]
+
+
+def test_the_cli_names_both_files_and_keeps_the_stored_one(db_url: str, tmp_path: Path) -> None:
+    first, second = two_copyright_files(tmp_path)
+    assert runner.invoke(cli.app, ["ingest", str(first)], env=env(db_url, tmp_path)).exit_code == 0
+    refused = runner.invoke(cli.app, ["ingest", str(second)], env=env(db_url, tmp_path))
+    assert refused.exit_code == 1
+    assert str(first / "copyright.md") in refused.output and "Traceback" not in refused.output
+    replaced = runner.invoke(cli.app, ["ingest", str(second), "--replace"], env=env(db_url, tmp_path))
+    assert replaced.exit_code == 0 and "updated" in replaced.output
