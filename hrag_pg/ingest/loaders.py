@@ -44,9 +44,9 @@ DOC_FILE_NAMES = frozenset({
     "authors", "bugs", "changelog", "changes", "contributing", "contributors", "copying", "copyright",
     "faq", "history", "install", "licence", "license", "news", "notice", "readme", "thanks", "todo",
 })
-#: A doc name may carry one qualifier (README.Debian, LICENSE.APACHE, README.source), but not
-#: one of these: then it is code, data or a build product (install.sh, changelog.tar.gz,
-#: install.cpython-311.pyc has two parts and is refused anyway).
+#: A doc name may carry up to two qualifiers (README.Debian, LICENSE.APACHE, changelog.Debian.amd64,
+#: as Debian names them), but none of these: then it is code, data or a build product
+#: (install.sh, changelog.tar.gz; install.cpython-311.pyc is refused for its "-" anyway).
 _NOT_DOC_QUALIFIERS = frozenset({
     "a", "ac", "am", "bat", "bin", "bz2", "c", "cc", "cfg", "cmake", "conf", "cpp", "css", "csv", "dat",
     "db", "dll", "exe", "gif", "go", "h", "hpp", "in", "ini", "java", "jpeg", "jpg", "js", "json", "log",
@@ -100,10 +100,10 @@ def file_type_of(path: Path) -> str | None:
 
 
 def _is_doc_name(name: str) -> bool:
-    """README, copyright, README.Debian, LICENSE.APACHE (lower-cased, without .gz); not install.sh."""
-    stem, _, qualifier = name.partition(".")
-    return stem in DOC_FILE_NAMES and (not qualifier or ("." not in qualifier and qualifier.isalpha()
-                                                         and qualifier not in _NOT_DOC_QUALIFIERS))
+    """README, copyright, README.Debian, changelog.Debian.amd64 (lower-cased, without .gz); not install.sh."""
+    stem, *qualifiers = name.split(".")
+    return stem in DOC_FILE_NAMES and len(qualifiers) <= 2 and all(
+        q.isalnum() and q not in _NOT_DOC_QUALIFIERS for q in qualifiers)
 
 
 def unsupported_type(path: Path) -> str:

@@ -203,17 +203,20 @@ def test_other_files_without_a_known_extension_and_compressed_pdfs_stay_unsuppor
 
 def test_a_directory_walk_finds_rst_gzipped_and_readme_like_files(tmp_path: Path) -> None:
     (tmp_path / "README.Debian").write_text("Debian notes\n")
+    (tmp_path / "changelog.Debian.amd64.gz").write_bytes(gzip.compress(b"pkg (1.0+b1) unstable; binNMU\n"))
     (tmp_path / "index.rst").write_text("Title\n=====\n\nbody\n")
     (tmp_path / "usage.md.gz").write_bytes(gzip.compress(b"# Usage\n\nrun it\n"))
     (tmp_path / "empty.md.gz").write_bytes(gzip.compress(b"  \n"))
     supported, skipped = iter_supported_files([tmp_path])
-    assert supported == [tmp_path / "README.Debian", tmp_path / "index.rst", tmp_path / "usage.md.gz"]
+    assert supported == [tmp_path / "README.Debian", tmp_path / "changelog.Debian.amd64.gz", tmp_path / "index.rst",
+                         tmp_path / "usage.md.gz"]
     assert skipped == [(tmp_path / "empty.md.gz", "empty file")]
 
 
 @pytest.mark.parametrize(("name", "shown"), [
     ("install.sh", ".sh"), ("changelog.tar.gz", ".tar.gz"), ("install.cpython-311.pyc", ".pyc"),
-    ("Install.pm", ".pm"), ("license.png", ".png"), ("FAQ.pod", ".pod"),
+    ("Install.pm", ".pm"), ("license.png", ".png"), ("FAQ.pod", ".pod"), ("readme.debian.sh", ".sh"),
+    ("news.a.b.c", ".c"),
 ])
 def test_a_doc_name_with_a_code_or_archive_extension_is_not_read_as_text(tmp_path: Path, name: str,
                                                                          shown: str) -> None:
