@@ -128,6 +128,10 @@ class BaseRetriever:
     def results_flow(self, question: str, query: np.ndarray) -> Flow[list[RetrievalResult]]:
         raise NotImplementedError
 
+    def _hits_k(self) -> int:
+        """How many candidates the mode's results were built from."""
+        raise NotImplementedError
+
     def context_flow(self, question: str, query: np.ndarray) -> Flow[Context]:
         """The results, then the budget: greedy by score within ``max_context_tokens``.
 
@@ -149,17 +153,25 @@ class BaseRetriever:
         kept: list[RetrievalResult] = []
         dropped: list[RetrievalResult] = []
         used = 0
+        hit_scores: dict[Any, float] | None = None  # the candidate stage's score of every hit
         for result in sorted(counted, key=lambda r: (-r.score, r.rank)):
             if used + result.token_count <= budget:
                 kept.append(result)
                 used += result.token_count
                 continue
             dropped.append(result)
-            hits = result.matched_children or result.merged_from or []
+            hits = list(result.matched_children or result.merged_from or [])
             if not hits or budget - used <= 0:
                 continue
-            rows = yield Fetch(*queries.plan_retrieve_hits(list(hits), [float(result.score)] * len(hits),
-                                                           budget - used))
+            if hit_scores is None:
+                # The results name their hits but not the hits' own scores, and the part chosen
+                # must be the one around the best of them (one score for all picked the smallest
+                # paragraphs of a parent, not the one that matched): the same candidate stage
+                # again, once per context, gives each hit the score that chose it.
+                rows = yield Fetch(*queries.plan_search(self._search(question, query), self._hits_k()))
+                hit_scores = {row["node_id"]: float(row["score"]) for row in rows}
+            scores = [hit_scores.get(h, float(result.score)) for h in hits]
+            rows = yield Fetch(*queries.plan_retrieve_hits(hits, scores, budget - used))
             for part in _results("auto", rows):
                 tokens = counter.count(part.content)
                 if used + tokens > budget:
@@ -206,6 +218,9 @@ class ParentChildRetriever(BaseRetriever):
 
     mode = "parent-child"
 
+    def _hits_k(self) -> int:
+        return max(self.rerank_candidates, self.top_k_children) if self.reranker else self.top_k_children
+
     def results_flow(self, question: str, query: np.ndarray) -> Flow[list[RetrievalResult]]:
         search = self._search(question, query)
         if self.reranker is None:
@@ -233,6 +248,9 @@ class AutoMergingRetriever(BaseRetriever):
     max_hit_share: float | None = defaults.MAX_HIT_SHARE
 
     mode = "auto-merge"
+
+    def _hits_k(self) -> int:
+        return max(self.rerank_candidates, self.top_k) if self.reranker else self.top_k
 
     def results_flow(self, question: str, query: np.ndarray) -> Flow[list[RetrievalResult]]:
         search = self._search(question, query)

@@ -100,7 +100,26 @@ def test_a_passage_over_the_budget_is_replaced_by_its_best_part_that_fits(hrag: 
     assert context.results[0].score == best.score, "its replacement comes first, before worse passages"
 
 
-def test_two_round_trips_only_when_something_does_not_fit(hrag: HRAG) -> None:
+def test_the_part_that_replaces_a_parent_holds_its_best_hit_not_its_smallest_paragraphs(db_url: str) -> None:
+    # A NEWS file: one section of many short items, the one that answers among them.
+    fillers = [f"{chr(97 + i % 26)}. Fixed a bug in the {word} builtin that made it print the wrong status."
+               for i, word in enumerate(["read", "printf", "test", "echo", "trap", "wait", "kill", "exec",
+                                         "cd", "pwd", "type", "hash", "umask", "ulimit", "shift", "set"])]
+    short = [f"{chr(98 + i)}. Cleanups." for i in range(6)]
+    answer = "aa. The new globskipdots shell option makes pathname expansion never return . and .. as matches."
+    items = fillers[:8] + short[:3] + [answer] + short[3:] + fillers[8:]
+    hrag = HRAG(db_url, embedder=HashingEmbedder())
+    hrag.ingest_text("# NEWS\n\n## Changes in bash-5.2\n\n" + "\n\n".join(items) + "\n", source="NEWS",
+                     collection="news")
+    question = "What does the globskipdots shell option do?"
+    [parent] = ParentChildRetriever(hrag, collection="news", max_parents=1).retrieve(question)
+    assert answer in parent.content and hrag.embedder.token_counter.count(parent.content) > 60
+    context = ParentChildRetriever(hrag, collection="news", max_parents=1, max_context_tokens=60).context(question)
+    assert context.results and context.total_tokens <= 60
+    assert any(answer in r.content for r in context.results), [r.content for r in context.results]
+
+
+def test_one_round_trip_when_everything_fits_and_the_candidates_once_more_when_not(hrag: HRAG) -> None:
     calls: list[str] = []
     original = hrag.repository._fetch
 
@@ -114,7 +133,7 @@ def test_two_round_trips_only_when_something_does_not_fit(hrag: HRAG) -> None:
         assert len(calls) == 1
         calls.clear()
         ParentChildRetriever(hrag, collection="default", max_parents=1, max_context_tokens=20).context(QUESTION)
-        assert len(calls) == 2 and "retrieve_hits" in calls[1]
+        assert len(calls) == 3 and "retrieve_hits" in calls[2], calls
     finally:
         del hrag.repository._fetch
 
