@@ -15,7 +15,10 @@ the context budget.  :func:`enforce_parent_limit` fixes this in two steps:
 
 Nodes with non-leaf children are not split: their size is the sum of their
 children, each of which is within the limit, and auto-merging into them is
-bounded by the retrieval-time context budget.  With ``on_oversize="error"``
+bounded by the retrieval-time context budget.  But where such a node is over
+the limit, its runs of leaf children (an introduction before the first
+subsection) are wrapped in "part" nodes within the limit, so a leaf's
+parent is never bigger than the limit.  With ``on_oversize="error"``
 nothing is changed and an oversize node raises :class:`IngestError` instead.
 """
 
@@ -34,12 +37,13 @@ def _joined(nodes: list[DraftNode]) -> str:
     return DraftNode(kind="part", children=nodes).full_text()
 
 
-def _runs(node: DraftNode, limit: int, counter: TokenCounter) -> list[list[DraftNode]]:
-    """Greedy contiguous runs of ``node.children`` within ``limit`` (own text in the first)."""
+def _runs(node: DraftNode, limit: int, counter: TokenCounter,
+          children: list[DraftNode] | None = None) -> list[list[DraftNode]]:
+    """Greedy contiguous runs of ``children`` (default: ``node.children``) within ``limit`` (own text in the first)."""
     runs: list[list[DraftNode]] = []
     current: list[DraftNode] = []
     own = [DraftNode(kind=node.kind, content=node.content)] if node.content else []
-    for child in node.children:
+    for child in node.children if children is None else children:
         candidate = _joined([*(own if not runs else []), *current, child])
         if current and counter.count(candidate) > limit:
             runs.append(current)
@@ -66,6 +70,37 @@ def _parts(node: DraftNode, runs: list[list[DraftNode]]) -> list[DraftNode]:
         )
         for i, run in enumerate(runs, start=1)
     ]
+
+
+def _wrapped_leaf_runs(node: DraftNode, limit: int, counter: TokenCounter) -> list[DraftNode]:
+    """``node.children`` with each run of consecutive leaves wrapped in "part" nodes within ``limit``.
+
+    A leaf's parent is what parent-child returns for it.  Leaves beside
+    sections (a chapter's introduction, a NEWS file's items before a late
+    heading) had the whole chapter or document as their parent, up to
+    121,000 tokens in the PostgreSQL manual; wrapped, their parent is the
+    run of text they stand in.  The wrappers have no text and no title, so
+    the full text and the leaves' embedded texts stay as they were.
+    """
+    out: list[DraftNode] = []
+    run: list[DraftNode] = []
+    number = 0
+
+    def flush() -> None:
+        nonlocal number
+        for leaves in _runs(DraftNode(kind=node.kind), limit, counter, run):
+            number += 1
+            out.append(DraftNode(kind="part", children=leaves, key=f"text#{number}"))
+        run.clear()
+
+    for child in node.children:
+        if child.is_leaf:
+            run.append(child)
+            continue
+        flush()
+        out.append(child)
+    flush()
+    return out
 
 
 def _describe(tree: DocumentTree, node: DraftNode) -> str:
@@ -109,6 +144,8 @@ def enforce_parent_limit(
             return [node]
         if not all(child.is_leaf for child in node.children):
             node.children = [part for child in node.children for part in visit(child)]
+            if any(child.is_leaf for child in node.children) and counter.count(node.full_text()) > limit:
+                node.children = _wrapped_leaf_runs(node, limit, counter)
             return [node]
         tokens = counter.count(node.full_text())
         if tokens <= limit:

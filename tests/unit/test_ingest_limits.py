@@ -83,3 +83,24 @@ def test_error_mode_refuses_with_a_clear_message() -> None:
         IngestError, match=r"g\.md: section 'Install' has \d+ tokens, over the 100-token limit"
     ):
         enforce_parent_limit(tree, max_parent_tokens=100, counter=counter, on_oversize="error")
+
+
+def parent_sizes(tree: DocumentTree) -> list[int]:
+    """The full-text size of every leaf's parent (what parent-child returns for it)."""
+    return [counter.count(node.full_text()) for node, _ in tree.root.walk()
+            if any(child.is_leaf for child in node.children)]
+
+
+@pytest.mark.parametrize("layout", ["heading at the end", "introduction before sections"])
+def test_leaves_beside_sections_get_a_parent_within_the_limit(layout: str) -> None:
+    # A NEWS file whose last item is underlined (a late setext heading), or a chapter whose
+    # introduction precedes its sections: the leaves' parent was the whole document.
+    items = "\n\n".join(paragraph(i) for i in range(12))
+    text = (f"{items}\n\nFinal notes\n-----------\n\nThe end.\n" if layout == "heading at the end"
+            else f"# Chapter\n\n{items}\n\n## One\n\n{paragraph(20)}\n\n## Two\n\n{paragraph(21)}\n")
+    tree = enforce_parent_limit(parse_markdown(text, "news.md"), max_parent_tokens=100, counter=counter)
+    assert counter.count(text) > 100
+    assert max(parent_sizes(tree)) <= 100
+    assert_text_preserved(text, tree)
+    wrappers = [node for node, _ in tree.root.walk() if node.kind == "part"]
+    assert len(wrappers) >= 2 and all(w.title is None and not w.content for w in wrappers)
