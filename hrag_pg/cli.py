@@ -779,12 +779,13 @@ def sources_cmd(
             arrow = f"{p.old} → {p.new}" if p.old else p.new
             console.print(f"{p.status:9} {arrow}" + ("" if p.old else f"  ({p.path})"), highlight=False)
         return
+    _check_collection(hrag, collection)
     rows = hrag.sources(collection)
     if as_json:
         print_json([{**r.model_dump(mode="json", exclude={"metadata"}), "metadata": r.metadata} for r in rows])
         return
     if not rows:
-        console.print("[yellow]no documents stored[/]" + (f" in collection {collection!r}" if collection else ""))
+        console.print(styled(("no documents stored", "yellow")))
         return
     from rich.table import Table
 

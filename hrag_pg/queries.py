@@ -30,7 +30,7 @@ SELECT s.node_id, s.parent_id, s.document_id, s.score, n.heading_path,
 
 PARENT_CHILD = """
 SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
-       r.matched_children, r.rank, n.depth, n.kind, d.source, d.metadata AS document_metadata
+       r.matched_children, r.rank, r.token_count, n.depth, n.kind, d.source, d.metadata AS document_metadata
   FROM hrag.parent_child(%(q)s, %(k)s::int, %(p)s::int, %(c)s::text, %(f)s::jsonb, %(m)s::real) AS r
   JOIN hrag.nodes n ON n.document_id = r.document_id AND n.id = r.node_id
   JOIN hrag.documents d ON d.id = r.document_id
@@ -56,7 +56,7 @@ SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
 
 PARENT_CHILD_HITS = """
 SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
-       r.matched_children, r.rank, n.depth, n.kind, d.source, d.metadata AS document_metadata
+       r.matched_children, r.rank, r.token_count, n.depth, n.kind, d.source, d.metadata AS document_metadata
   FROM hrag.parent_child_hits(%(ids)s::uuid[], %(scores)s::real[], %(p)s::int, %(k)s::int) AS r
   JOIN hrag.nodes n ON n.document_id = r.document_id AND n.id = r.node_id
   JOIN hrag.documents d ON d.id = r.document_id
@@ -109,7 +109,7 @@ r AS (
                                          %(p)s::int, %(k)s::int)
 )
 SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
-       r.matched_children, r.rank, n.depth, n.kind, d.source, d.metadata AS document_metadata
+       r.matched_children, r.rank, r.token_count, n.depth, n.kind, d.source, d.metadata AS document_metadata
   FROM r
   JOIN hrag.nodes n ON n.document_id = r.document_id AND n.id = r.node_id
   JOIN hrag.documents d ON d.id = r.document_id

@@ -15,9 +15,10 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Metadata keys hrag adds to every retrieved document (they win over the document's own keys).
 RESULT_KEYS = ("node_id", "document_id", "source", "title", "heading_path", "score", "depth", "kind",
                "matched_children", "merged_from", "hit_ratio", "mode", "rank", "token_count")
-#: Keys an LLM prompt does not need (ids and bookkeeping); LlamaIndex hides them from the LLM.
+#: Keys an LLM prompt does not need (ids and bookkeeping, and how the file was read: its local
+#: path is no business of the LLM's); LlamaIndex hides them from the LLM.
 BOOKKEEPING_KEYS = ("node_id", "document_id", "matched_children", "merged_from", "hit_ratio", "score", "depth",
-                    "kind", "mode", "rank", "token_count")
+                    "kind", "mode", "rank", "token_count", "file_path", "strategy", "file_type")
 
 
 def facade(hrag: Any) -> HRAG:

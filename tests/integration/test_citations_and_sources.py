@@ -84,6 +84,9 @@ def test_sources_lists_source_collection_nodes_and_update_time(hrag: HRAG, db_ur
     assert rows[0]["metadata"]["owner"] == "hr"
     only = runner.invoke(cli.app, ["sources", "-c", "guide"], env=env(db_url, tmp_path))
     assert "guide.md" in only.output and "work_rules_ja.md" not in only.output
+    unknown = runner.invoke(cli.app, ["sources", "-c", "guides"], env=env(db_url, tmp_path))
+    assert unknown.exit_code == 1
+    assert "no collection 'guides' in this database; collections: default, guide" in unknown.output
 
 
 def test_delete_says_which_collection_holds_a_source_it_did_not_find(

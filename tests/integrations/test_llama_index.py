@@ -49,6 +49,7 @@ def test_retrieve_returns_text_nodes_with_scores_and_citations(loaded: HRAG) -> 
     assert top.node.metadata["matched_children"]
     llm_view = top.node.get_content(metadata_mode="llm")
     assert "rules/work_rules.md" in llm_view and top.node.metadata["node_id"] not in llm_view
+    assert top.node.metadata["file_path"] and "file_path:" not in llm_view, "a local path is not the LLM's business"
 
 
 def test_a_query_engine_with_a_mock_llm_answers_from_the_parent(loaded: HRAG) -> None:
