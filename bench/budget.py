@@ -125,6 +125,9 @@ def main() -> int:
     parser.add_argument("--small", action="store_true", help="40 files (the evidence files first)")
     parser.add_argument("--pack-tokens", type=int, default=None, help="ingestion packing (default: hrag's)")
     parser.add_argument("--reuse", action="store_true", help="keep an already ingested database")
+    parser.add_argument("--database", help="ask an existing database of the same files instead (implies --reuse), "
+                                           "e.g. hrag_bench_full from `run.py --full`: same code, no second "
+                                           "ingestion of the whole manual")
     parser.add_argument("--data-dir", type=Path, default=here / ".data" / "pg")
     args = parser.parse_args()
     revision = git_revision()  # the code this run imports, not whatever HEAD is when it ends
@@ -133,7 +136,8 @@ def main() -> int:
     files = common.select_files(args.corpus, questions, small=args.small)
     questions = common.answerable(questions, files)
     name = f"{args.name}{'-small' if args.small else ''}"
-    dbname = f"hrag_bench_budget_{name.replace('-', '_')}"
+    dbname = args.database or f"hrag_bench_budget_{name.replace('-', '_')}"
+    args.reuse = args.reuse or args.database is not None
     options = IngestOptions() if args.pack_tokens is None else IngestOptions(pack_tokens=args.pack_tokens)
 
     if args.reuse:
@@ -183,7 +187,7 @@ def main() -> int:
         f"Ingestion options: {options}.",
         f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, load average "
         f"{load:.1f} (2 cores; latencies are the SQL statement alone and rough under load).",
-        f"hrag-pg commit: {revision}",
+        f"hrag-pg commit: {revision}" + (f"; database `{dbname}` (ingested by another run)" if args.database else ""),
         "",
         "Recall: share of a question's evidence snippets found verbatim in one passage of the context. "
         "'cut': the mode's passages in its own order, whole while they fit, the next one cut at the budget; "

@@ -89,7 +89,8 @@ class NodeRow:
     metadata: dict[str, Any]
     #: The text to embed, or None for nodes that are not search targets.
     embed_text: str | None = None
-    #: token_count summed over the subtree's nodes with text: the unit of budgets (hrag.retrieve).
+    #: The tokens of the node's full text (token_count of the subtree's nodes with text, plus the
+    #: separators between them that hold more than whitespace): the unit of budgets (hrag.retrieve).
     subtree_tokens: int = 0
     #: Original text between the previous row with content (in seq order) and this row's content.
     separator: str = "\n\n"
@@ -194,6 +195,8 @@ def flatten(
         else:
             row.content_hash = _sha("node", node.kind, title or "", content, node.separator)
         doc.nodes.append(row)
+        if node.separator.strip():
+            separator_tokens[row.seq] = counter.count(node.separator)
 
         used: dict[str, int] = {}
         child_titles = heading_path
@@ -205,8 +208,14 @@ def flatten(
                 segment = f"{segment}~{count}"
             visit(child, row, f"{path}/{segment}", depth + 1, i, child_titles)
         row.subtree_end = len(doc.nodes) - 1
-        row.subtree_tokens = sum(d.token_count for d in doc.nodes[row.seq:] if d.content)
+        # The size of the node's full text, as retrieval returns it: its texts and the separators
+        # between them (markup kept there, like an rST ``.. _label:``, is returned too).
+        texts = [d.seq for d in doc.nodes[row.seq:] if d.content]
+        row.subtree_tokens = (sum(doc.nodes[seq].token_count for seq in texts)
+                              + sum(separator_tokens.get(seq, 0) for seq in texts[1:]))
         return row
+
+    separator_tokens: dict[int, int] = {}  # by seq: the tokens of separators that hold more than whitespace
 
     visit(tree.root, None, "", 0, 0, [])
     if not doc.search_targets:

@@ -1871,7 +1871,7 @@ COMMENT ON COLUMN hrag.nodes.child_count IS 'Number of direct children: the deno
 COMMENT ON COLUMN hrag.nodes.separator IS 'Text between the previous non-empty node (in seq order) and this node''s content in the original document';
 
 -- COMMENT: COLUMN nodes.subtree_tokens
-COMMENT ON COLUMN hrag.nodes.subtree_tokens IS 'Sum of token_count over the node''s subtree (nodes with text): the unit of hrag.retrieve''s budget';
+COMMENT ON COLUMN hrag.nodes.subtree_tokens IS 'Tokens of the node''s full text (token_count of its subtree''s nodes with text, plus the separators between them that hold more than whitespace): the unit of hrag.retrieve''s budget';
 
 -- TABLE: tenant_collections
 CREATE TABLE hrag.tenant_collections (

@@ -145,3 +145,21 @@ def test_content_under_only_an_empty_comment_or_an_indented_directive_stays_sear
 def test_a_simple_table_without_its_closing_border_does_not_swallow_the_next_section() -> None:
     text = "T\n===\n\n=====  =====\nA      B\n=====  =====\n1      2\n\nPara one.\n\nSub\n---\n\nbody\n"
     assert [n.title for n, _ in parse_rst(text, "x").root.walk() if n.kind == "section"] == ["T", "Sub"]
+
+
+def test_a_nodes_stored_size_counts_the_markup_kept_between_its_texts() -> None:
+    # Retrieval returns a section with the label target between its paragraphs, so the
+    # budget must count it too (it was left out: an auto-mode context went over its budget).
+    from hrag_pg.ingest.flatten import flatten
+    from hrag_pg.ingest.tokens import ApproximateTokenCounter
+
+    counter = ApproximateTokenCounter()
+    text = ("Guide\n=====\n\nFirst paragraph here.\n\n.. _a-rather-long-label-target-name:\n\n"
+            ".. include:: ../CHANGES.rst\n\nSecond paragraph after the markup.\n")
+    doc = flatten(parse_rst(text, "guide.rst"), counter=counter)
+    texts = [n for n in doc.nodes if n.content]
+    markup = [n.separator for n in texts if n.separator.strip()]
+    assert markup and ".. _a-rather-long-label-target-name:" in markup[0]
+    root = doc.nodes[0]
+    assert root.subtree_tokens == sum(n.token_count for n in texts) + sum(counter.count(m) for m in markup)
+    assert root.subtree_tokens >= counter.count(text) - 2  # (rounding: each part is rounded up alone)
