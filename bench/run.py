@@ -291,8 +291,8 @@ def reingest_hrag(hrag: HRAG, embedder: TimedEmbedder, source: Path, work: Path)
 
     from hrag_pg.ingest.sources import name_files
 
+    copy.write_text(original, encoding="utf-8")  # (first: only an existing file gets a name)
     (_, stored_name), = name_files([copy])[0]  # the name ingestion stores it under
-    copy.write_text(original, encoding="utf-8")
     full_runs = []
     for _ in range(2):  # a fresh ingestion of the file (every child embedded), twice
         hrag.delete(stored_name, EDIT_COLLECTION)
