@@ -412,11 +412,11 @@ def heading_after_source(result: Any) -> str:
 
     A Python file's top group has the file name as its whole heading path, and
     "shlex.py › shlex.py" says nothing twice; a result with no heading path
-    at all falls back to its title, then its node id.
+    at all falls back to its title, or to nothing (the source alone).
     """
     path = [p for p in result.heading_path if p]
     if not path:
-        return result.title or str(result.node_id)
+        return result.title or ""  # (the node id is on the next line already)
     if result.source and path[0] == result.source:
         path = path[1:]
     return " › ".join(path)
@@ -536,12 +536,18 @@ def ingest_cmd(
                          "HRAG.ingest(paths, options=IngestOptions(child='qa'), question_generator=...)")
     limits.check_count(max_child_tokens, "--max-child-tokens", maximum=limits.MAX_CHUNK_TOKENS)
     limits.check_nonnegative(overlap_tokens, "--overlap-tokens", maximum=limits.MAX_CHUNK_TOKENS)
+    if overlap_tokens >= max_child_tokens:
+        raise ValueError(f"--overlap-tokens ({overlap_tokens}) must be less than --max-child-tokens "
+                         f"({max_child_tokens}): the overlap is embedded with each piece")
     limits.check_count(max_parent_tokens, "--max-parent-tokens", maximum=limits.MAX_CHUNK_TOKENS)
     limits.check_count(window_tokens, "--window-tokens", maximum=limits.MAX_CHUNK_TOKENS)
     if errors not in ("strict", "replace"):
         raise ValueError(f"--errors must be strict or replace, got {errors!r}")
     if not collection.strip():
         raise ValueError("--collection must not be empty")
+    if source is not None and (not source.strip() or len(paths) != 1):
+        raise ValueError("--source must not be empty" if not source.strip() else
+                         f"--source names one file or prefixes one directory, but {len(paths)} paths were given")
     for path in paths:
         if not path.exists():
             raise ValueError(f"{path}: no such file or directory")
@@ -768,6 +774,11 @@ def sources_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """List the stored documents: source, collection, nodes, last update."""
+    if dry_run and not rename_from_paths:
+        raise ValueError("--dry-run only goes with --rename-from-paths")
+    for path in rename_from_paths or []:
+        if not path.exists():
+            raise ValueError(f"{path}: no such file or directory")
     hrag = _open()
     if rename_from_paths:
         plans = hrag.rename_from_paths(rename_from_paths, collection=collection or "default", dry_run=dry_run)

@@ -109,6 +109,8 @@ def _is_doc_name(name: str) -> bool:
 def unsupported_type(path: Path) -> str:
     """The skip reason of a file a directory walk does not read: ``unsupported file type '.sh'``."""
     suffix = Path(path.name.lower().removesuffix(COMPRESSED_SUFFIX)).suffix
+    if _compressed(path) and not suffix:  # COMPAT.gz: the name does not say what it holds
+        return "unsupported file type '.gz' (the name inside has no known extension)"
     shown = suffix + COMPRESSED_SUFFIX if _compressed(path) else suffix
     return f"unsupported file type {shown or '(no extension)'!r}"
 

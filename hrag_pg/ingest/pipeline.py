@@ -72,6 +72,10 @@ class IngestOptions:
         # The same ranges as the CLI's options (hrag_pg/limits.py), named as Python spells them.
         limits.check_count(self.max_child_tokens, "max_child_tokens", maximum=limits.MAX_CHUNK_TOKENS)
         limits.check_nonnegative(self.overlap_tokens, "overlap_tokens", maximum=limits.MAX_CHUNK_TOKENS)
+        if self.overlap_tokens >= self.max_child_tokens:
+            # the overlap is embedded with each piece: as long as a piece, it would double what the model reads
+            raise ValueError(f"overlap_tokens ({self.overlap_tokens}) must be less than max_child_tokens "
+                             f"({self.max_child_tokens})")
         limits.check_count(self.max_parent_tokens, "max_parent_tokens", maximum=limits.MAX_CHUNK_TOKENS)
         limits.check_count(self.window_tokens, "window_tokens", maximum=limits.MAX_CHUNK_TOKENS)
         limits.check_count(self.group_tokens, "group_tokens", maximum=limits.MAX_CHUNK_TOKENS)

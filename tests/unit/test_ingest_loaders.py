@@ -193,7 +193,7 @@ def test_other_files_without_a_known_extension_and_compressed_pdfs_stay_unsuppor
         (tmp_path / "Makefile", "unsupported file type '(no extension)'"),
         (tmp_path / "build.sh", "unsupported file type '.sh'"),
         (tmp_path / "manual.pdf.gz", "unsupported file type '.pdf.gz'"),
-        (tmp_path / "notes.gz", "unsupported file type '.gz'"),
+        (tmp_path / "notes.gz", "unsupported file type '.gz' (the name inside has no known extension)"),
     ]
     with pytest.raises(IngestError, match=r"manual\.pdf\.gz: unsupported file type '\.pdf\.gz' \(supported: .*\.rst"):
         load_document(tmp_path / "manual.pdf.gz")
