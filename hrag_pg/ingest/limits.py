@@ -29,7 +29,7 @@ from typing import Literal
 from hrag_pg.errors import IngestError
 from hrag_pg.ingest.children import LINE_KINDS, pieces_as_leaves, split_text
 from hrag_pg.ingest.tokens import DEFAULT_COUNTER, TokenCounter
-from hrag_pg.ingest.tree import DocumentTree, DraftNode
+from hrag_pg.ingest.tree import DocumentTree, DraftNode, contents_in_order
 
 
 def _joined(nodes: list[DraftNode]) -> str:
@@ -70,6 +70,16 @@ def _parts(node: DraftNode, runs: list[list[DraftNode]]) -> list[DraftNode]:
         )
         for i, run in enumerate(runs, start=1)
     ]
+
+
+def _text_tokens(node: DraftNode, counter: TokenCounter) -> int:
+    """The tokens of a node's texts, each counted alone.
+
+    Each text was counted already (the leaves and headings), so this asks the
+    tokenizer nothing new, where counting the full text of a whole chapter
+    would encode it once more for every level it sits under.
+    """
+    return sum(counter.count(n.content) for n in contents_in_order(node))
 
 
 def _wrapped_leaf_runs(node: DraftNode, limit: int, counter: TokenCounter) -> list[DraftNode]:
@@ -144,7 +154,7 @@ def enforce_parent_limit(
             return [node]
         if not all(child.is_leaf for child in node.children):
             node.children = [part for child in node.children for part in visit(child)]
-            if any(child.is_leaf for child in node.children) and counter.count(node.full_text()) > limit:
+            if any(child.is_leaf for child in node.children) and _text_tokens(node, counter) > limit:
                 node.children = _wrapped_leaf_runs(node, limit, counter)
             return [node]
         tokens = counter.count(node.full_text())
