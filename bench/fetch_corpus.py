@@ -1,30 +1,49 @@
-"""Fetch a second benchmark corpus from a distribution package and convert it to Markdown.
+"""Fetch a further benchmark corpus from a distribution package, as Markdown.
 
     python bench/fetch_corpus.py pystdlib          # → bench/.data/corpora/pystdlib/*.md + manifest.json
-    python bench/fetch_corpus.py pystdlib --out DIR
+    python bench/fetch_corpus.py nodejs            # → bench/.data/corpora/nodejs/*.md + manifest.json
+    python bench/fetch_corpus.py NAME --out DIR
 
-The benchmark's questions must not be tuned to one corpus, so this one is of
-a different kind from the PostgreSQL manual and written by nobody on the
-team.  ``pystdlib`` is the Python 3.11 Library Reference from the Debian
-package ``python3.11-doc`` (PSF License): the five pages on built-ins
-(functions, constants, types, exceptions, introduction) plus every module
-page of the chapters "Text Processing Services" through "Concurrent
-Execution", in the order of the reference's own table of contents
-(``library/index.html``).  The selection is that rule, not a choice of pages
-that retrieve well.
+The benchmark's questions must not be tuned to one corpus, so these are of
+other kinds than the PostgreSQL manual and written by nobody on the team.
+Each is chosen by a rule, not as pages that retrieve well:
+
+``pystdlib``
+    The Python 3.11 Library Reference from the Debian package
+    ``python3.11-doc`` (PSF License): the five pages on built-ins (functions,
+    constants, types, exceptions, introduction) plus every module page of the
+    chapters "Text Processing Services" through "Concurrent Execution", in
+    the order of the reference's own table of contents
+    (``library/index.html``).  Each HTML page is converted by
+    ``bench/sphinx_markdown.py`` (standard library only; not hrag-pg's HTML
+    reader).
+
+``nodejs``
+    The Node.js 18 API documentation from the Debian package ``nodejs-doc``
+    (MIT licence, as Node.js: the package's copyright file puts it under
+    ``Files: *``, "Expat", © Node.js contributors, Joyent, Inc. and other
+    Node contributors).  Every page that the package's own table of contents
+    ``api/index.md`` links to, in its order, except the two non-API pages
+    before its first rule, ``documentation.md`` ("About this documentation")
+    and ``synopsis.md`` ("Usage and example"); links outside the directory
+    (the code repository) are not pages.  ``all.html``, every page in one,
+    is not linked from the index (and has no Markdown), so it is not taken
+    either; nor is ``policy.md``, which the index does not link.  The pages
+    are Markdown already: each ``api/NAME.md.gz`` is decompressed as it is
+    (a page too small to have been compressed, ``string_decoder.md``, is
+    copied), nothing converted.
 
 The package is fetched with ``apt-get download`` (the pinned version if the
-archive still has it, else the current one; the manifest records which),
-unpacked with ``dpkg-deb -x`` and each page converted by
-``bench/sphinx_markdown.py`` (standard library only; not hrag-pg's HTML
-reader).  The output depends only on the package: running this twice gives
-byte-identical files and manifest.  ``--deb FILE`` converts a package file
-you already have.
+archive still has it, else the current one; the manifest records which) and
+unpacked with ``dpkg-deb -x``.  The output depends only on the package:
+running this twice gives byte-identical files and manifest.  ``--deb FILE``
+uses a package file you already have.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import json
 import os
@@ -62,7 +81,21 @@ class CorpusSpec:
     description: str
 
 
-CORPORA = {
+@dataclass(frozen=True)
+class MarkdownCorpusSpec:
+    """A documentation package whose pages are Markdown already (gzipped), and the rule that picks them."""
+
+    name: str
+    package: str
+    pinned_version: str
+    licence: str
+    doc_root: str  # inside the package
+    index_page: str  # relative to doc_root: the table of contents the rule reads
+    skip_pages: tuple[str, ...]  # pages the index links that are not taken (relative to the index's directory)
+    description: str
+
+
+CORPORA: dict[str, CorpusSpec | MarkdownCorpusSpec] = {
     "pystdlib": CorpusSpec(
         name="pystdlib",
         package="python3.11-doc",
@@ -75,6 +108,17 @@ CORPORA = {
         last_chapter="concurrency.html",
         description=("The Python 3.11 Library Reference: the built-ins pages and every module page of the "
                      "chapters 'Text Processing Services' to 'Concurrent Execution', in table-of-contents order"),
+    ),
+    "nodejs": MarkdownCorpusSpec(
+        name="nodejs",
+        package="nodejs-doc",
+        pinned_version="18.20.4+dfsg-1~deb12u2",
+        licence="MIT (Expat), as Node.js: Node.js contributors, Joyent, Inc. and other Node contributors",
+        doc_root="usr/share/doc/nodejs",
+        index_page="api/index.md",
+        skip_pages=("documentation.md", "synopsis.md"),
+        description=("The Node.js 18 API documentation: every page linked from api/index.md, in its order, "
+                     "except the non-API pages documentation.md and synopsis.md; Markdown as the package has it"),
     ),
 }
 
@@ -104,11 +148,55 @@ def select_pages(index_html: str, spec: CorpusSpec) -> list[tuple[str, str]]:
     return chosen
 
 
+_MD_LINK = re.compile(r"^[ \t]*[*+-][ \t]+\[(?P<text>[^\]]+)\]\((?P<href>[^)\s]+)\)", re.MULTILINE)
+
+
+def select_markdown_pages(index_md: str, spec: MarkdownCorpusSpec) -> list[tuple[str, str]]:
+    """(index entry text, page) for every list-item link of ``index_md`` to a local ``.md`` page, in order.
+
+    Links with a scheme or to another directory are not pages of the
+    corpus; the spec's ``skip_pages`` are left out (each must be linked,
+    so a changed index is noticed); a page linked twice counts once.
+    """
+    chosen: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for match in _MD_LINK.finditer(index_md):
+        text, href = match.group("text"), match.group("href").split("#", 1)[0]
+        if ":" in href or "/" in href or not href.endswith(".md") or href in seen:
+            continue
+        seen.add(href)
+        if href not in spec.skip_pages:
+            chosen.append((text, href))
+    for needed in spec.skip_pages:
+        if needed not in seen:
+            raise SystemExit(f"{spec.index_page}: table of contents has no entry {needed!r}")
+    if not chosen:
+        raise SystemExit(f"{spec.index_page}: table of contents links no pages")
+    return chosen
+
+
+def read_markdown_page(directory: Path, page: str) -> tuple[str, bytes]:
+    """(file name read, bytes) of ``page``: its ``.gz`` decompressed, or the page itself if not compressed."""
+    compressed = directory / f"{page}.gz"
+    if compressed.is_file():
+        return compressed.name, gzip.decompress(compressed.read_bytes())
+    plain = directory / page
+    if plain.is_file():
+        return plain.name, plain.read_bytes()
+    raise FileNotFoundError(f"neither {page}.gz nor {page}")
+
+
+def page_title(markdown: str) -> str:
+    """The text of the page's first level-1 ATX heading ('' if none)."""
+    match = re.search(r"^# +(.+?)[ \t]*$", markdown, re.MULTILINE)
+    return match.group(1) if match else ""
+
+
 def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
 
 
-def download_deb(spec: CorpusSpec, cache: Path) -> Path:
+def download_deb(spec: CorpusSpec | MarkdownCorpusSpec, cache: Path) -> Path:
     """The package file, from the cache or ``apt-get download`` (pinned version first)."""
     cache.mkdir(parents=True, exist_ok=True)
     pinned = sorted(cache.glob(f"{spec.package}_{spec.pinned_version.replace(':', '%3a')}_*.deb"))
@@ -145,28 +233,57 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def build(spec: CorpusSpec, deb: Path, out: Path) -> dict[str, object]:
-    """Unpack ``deb``, convert the selected pages into ``out``; returns the manifest."""
+def _convert_sphinx(spec: CorpusSpec, tree: Path, deb: Path) -> list[tuple[dict[str, object], str]]:
+    """The selected HTML pages of the unpacked package ``tree``, converted: (manifest entry, markdown)."""
+    root = tree / spec.html_root
+    index = root / spec.index_page
+    if not index.is_file():
+        raise SystemExit(f"{deb.name}: no {spec.html_root}/{spec.index_page} in the package")
+    base = index.parent
+    chosen = select_pages(index.read_text(encoding="utf-8"), spec)
+    converted: list[tuple[dict[str, object], str]] = []
+    chapter_titles: dict[str, str] = {}
+    for chapter, page in chosen:
+        if chapter and chapter not in chapter_titles:
+            chapter_titles[chapter], _ = convert_page((base / chapter).read_text(encoding="utf-8"))
+        try:
+            title, markdown = convert_page((base / page).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"{deb.name}: {spec.html_root}/library/{page}: {exc}") from exc
+        stem = page.removesuffix(".html")
+        converted.append(({"file": f"{len(converted) + 1:03d}-{stem}.md", "chapter": chapter_titles.get(chapter, ""),
+                           "title": title, "source_page": f"library/{page}"}, markdown))
+    return converted
+
+
+def _copy_markdown(spec: MarkdownCorpusSpec, tree: Path, deb: Path) -> list[tuple[dict[str, object], str]]:
+    """The selected Markdown pages of the unpacked package ``tree``, decompressed as they are."""
+    root = tree / spec.doc_root
+    index = root / spec.index_page
+    if not index.is_file():
+        raise SystemExit(f"{deb.name}: no {spec.doc_root}/{spec.index_page} in the package")
+    base = index.parent
+    copied: list[tuple[dict[str, object], str]] = []
+    for entry, page in select_markdown_pages(index.read_text(encoding="utf-8"), spec):
+        try:
+            source, data = read_markdown_page(base, page)
+            markdown = data.decode("utf-8")
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"{deb.name}: {spec.doc_root}/{base.relative_to(root) / page}: {exc}") from exc
+        copied.append(({"file": f"{len(copied) + 1:03d}-{page.removesuffix('.md')}.md", "index_entry": entry,
+                        "title": page_title(markdown), "source_page": (base / source).relative_to(root).as_posix()},
+                       markdown))
+    return copied
+
+
+def build(spec: CorpusSpec | MarkdownCorpusSpec, deb: Path, out: Path) -> dict[str, object]:
+    """Unpack ``deb``, write the selected pages into ``out`` as Markdown; returns the manifest."""
     with tempfile.TemporaryDirectory(prefix="fetch-corpus-") as tmp:
         subprocess.run(["dpkg-deb", "-x", str(deb), tmp], check=True)
-        root = Path(tmp) / spec.html_root
-        index = root / spec.index_page
-        if not index.is_file():
-            raise SystemExit(f"{deb.name}: no {spec.html_root}/{spec.index_page} in the package")
-        base = index.parent
-        chosen = select_pages(index.read_text(encoding="utf-8"), spec)
-        converted: list[tuple[str, str, str, str]] = []  # file, chapter title, title, markdown
-        chapter_titles: dict[str, str] = {}
-        for chapter, page in chosen:
-            if chapter and chapter not in chapter_titles:
-                chapter_titles[chapter], _ = convert_page((base / chapter).read_text(encoding="utf-8"))
-            try:
-                title, markdown = convert_page((base / page).read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise SystemExit(f"{deb.name}: {spec.html_root}/library/{page}: {exc}") from exc
-            stem = page.removesuffix(".html")
-            converted.append((f"{len(converted) + 1:03d}-{stem}.md", chapter_titles.get(chapter, ""), title,
-                              markdown))
+        if isinstance(spec, MarkdownCorpusSpec):
+            pages, converter = _copy_markdown(spec, Path(tmp), deb), "none: the package's Markdown, decompressed"
+        else:
+            pages, converter = _convert_sphinx(spec, Path(tmp), deb), f"bench/sphinx_markdown.py v{CONVERTER_VERSION}"
     if out.exists():
         for old in out.iterdir():
             if old.is_file() and (old.suffix == ".md" or old.name == "manifest.json"):
@@ -174,16 +291,15 @@ def build(spec: CorpusSpec, deb: Path, out: Path) -> dict[str, object]:
     out.mkdir(parents=True, exist_ok=True)
     files: list[dict[str, object]] = []
     total = 0
-    for (name, chapter_title, title, markdown), (_, page) in zip(converted, chosen, strict=True):
+    for entry, markdown in pages:
         data = markdown.encode("utf-8")
-        (out / name).write_bytes(data)
+        (out / str(entry["file"])).write_bytes(data)
         total += len(markdown)
-        files.append({"file": name, "chapter": chapter_title, "title": title, "source_page": f"library/{page}",
-                      "chars": len(markdown), "sha256": _sha256(data)})
+        files.append({**entry, "chars": len(markdown), "sha256": _sha256(data)})
     manifest: dict[str, object] = {
         "corpus": spec.name, "description": spec.description, "licence": spec.licence,
         "package": spec.package, "version": _deb_version(deb), "deb_sha256": _sha256(deb.read_bytes()),
-        "converter": f"bench/sphinx_markdown.py v{CONVERTER_VERSION}",
+        "converter": converter,
         "files": len(files), "chars": total, "pages": files,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -194,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("name", choices=sorted(CORPORA), help="which corpus")
     parser.add_argument("--out", type=Path, help="output directory (default bench/.data/corpora/NAME)")
-    parser.add_argument("--deb", type=Path, help="convert this package file instead of downloading")
+    parser.add_argument("--deb", type=Path, help="use this package file instead of downloading")
     args = parser.parse_args(argv)
     spec = CORPORA[args.name]
     out = args.out or DATA_DIR / "corpora" / spec.name

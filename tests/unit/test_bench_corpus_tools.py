@@ -1,4 +1,4 @@
-"""The second benchmark corpus's tools: the Sphinx HTML converter, the page rule and the validator's section check.
+"""The further benchmark corpora's tools: the Sphinx HTML converter, the page rules, the Markdown copy and the validator's section check.
 
 They live in ``bench/`` (not part of the package), so they are imported from
 there; no download happens here.
@@ -6,6 +6,10 @@ there; no download happens here.
 
 from __future__ import annotations
 
+import gzip
+import json
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -88,6 +92,75 @@ def test_page_rule_takes_top_pages_and_the_chosen_chapters_in_order() -> None:
                                    last_chapter="b.html", description="d")
     assert fetch_corpus.select_pages(index, spec) == [
         ("", "intro.html"), ("a.html", "a1.html"), ("a.html", "a2.html"), ("b.html", "b1.html")]
+
+
+MD_INDEX = """<!--introduced_in=v0.10.0-->
+
+* [About this documentation](documentation.md)
+
+<hr class="line"/>
+
+* [Alpha module](alpha.md)
+* [Beta: `node:beta` API](beta.md#beta-api)
+* [Alpha again](alpha.md)
+* [Not Markdown](assets/style.css)
+* [Elsewhere](../other/gamma.md)
+
+<hr class="line"/>
+
+* [Code repository and issue tracker](https://example.invalid/node)
+"""
+
+MD_SPEC = fetch_corpus.MarkdownCorpusSpec(
+    name="t", package="fake-doc", pinned_version="1.0-1", licence="l", doc_root="usr/share/doc/fake",
+    index_page="api/index.md", skip_pages=("documentation.md",), description="d")
+
+
+def test_markdown_page_rule_takes_the_index_links_in_order_without_the_skipped_pages() -> None:
+    assert fetch_corpus.select_markdown_pages(MD_INDEX, MD_SPEC) == [
+        ("Alpha module", "alpha.md"), ("Beta: `node:beta` API", "beta.md")]
+    with pytest.raises(SystemExit, match=r"documentation\.md"):  # a skipped page must be in the index
+        fetch_corpus.select_markdown_pages(MD_INDEX.replace("(documentation.md)", "(docs.md)"), MD_SPEC)
+
+
+def test_markdown_page_is_read_decompressed_or_as_it_is(tmp_path: Path) -> None:
+    (tmp_path / "alpha.md.gz").write_bytes(gzip.compress(b"# Alpha\n\ntext\n", mtime=0))
+    (tmp_path / "beta.md").write_bytes(b"# Beta\n")
+    assert fetch_corpus.read_markdown_page(tmp_path, "alpha.md") == ("alpha.md.gz", b"# Alpha\n\ntext\n")
+    assert fetch_corpus.read_markdown_page(tmp_path, "beta.md") == ("beta.md", b"# Beta\n")
+    with pytest.raises(FileNotFoundError):
+        fetch_corpus.read_markdown_page(tmp_path, "gamma.md")
+    assert fetch_corpus.page_title("<!-- x -->\n\n# Beta: `node:beta` API\n\n## Sub\n") == "Beta: `node:beta` API"
+
+
+@pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="needs dpkg-deb")
+def test_markdown_corpus_is_built_from_a_package_byte_identically(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    api = pkg / "usr/share/doc/fake/api"
+    api.mkdir(parents=True)
+    (pkg / "DEBIAN").mkdir()
+    (pkg / "DEBIAN/control").write_text("Package: fake-doc\nVersion: 1.0-1\nArchitecture: all\n"
+                                        "Maintainer: nobody <nobody@example.invalid>\nDescription: test\n")
+    (api / "index.md").write_text(MD_INDEX)
+    alpha = "# Alpha\n\n<!-- YAML\nadded: v1.0.0\n-->\n\nText with `code` and [a link][].\n\n[a link]: beta.md\n"
+    (api / "alpha.md.gz").write_bytes(gzip.compress(alpha.encode(), mtime=0))
+    (api / "beta.md").write_text("# Beta\n\nSmall page, left uncompressed.\n")
+    (api / "documentation.md.gz").write_bytes(gzip.compress(b"# About\n", mtime=0))
+    deb = tmp_path / "fake-doc_1.0-1_all.deb"
+    subprocess.run(["dpkg-deb", "--root-owner-group", "--build", str(pkg), str(deb)], check=True,
+                   capture_output=True)
+    out, again = tmp_path / "out", tmp_path / "again"
+    manifest = fetch_corpus.build(MD_SPEC, deb, out)
+    fetch_corpus.build(MD_SPEC, deb, again)
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["001-alpha.md", "002-beta.md", "manifest.json"]
+    assert all((out / name).read_bytes() == (again / name).read_bytes() for name in names)
+    assert (out / "001-alpha.md").read_text() == alpha  # copied as it is, no conversion
+    assert json.loads((out / "manifest.json").read_text()) == manifest
+    assert manifest["version"] == "1.0-1" and manifest["files"] == 2
+    assert [(p["file"], p["title"], p["source_page"]) for p in manifest["pages"]] == [
+        ("001-alpha.md", "Alpha", "api/alpha.md.gz"), ("002-beta.md", "Beta", "api/beta.md")]
+    assert manifest["chars"] == len(alpha) + len("# Beta\n\nSmall page, left uncompressed.\n")
 
 
 CORPUS_TEXT = """# Title
