@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Protocol, runtime_checkable
 
-from hrag_pg.ingest.tokens import DEFAULT_COUNTER, TokenCounter, split_tokens, tail_tokens
+from hrag_pg.ingest.tokens import DEFAULT_COUNTER, TokenCounter, count_joined, split_tokens, tail_tokens
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
 
 #: Leaves that are prose, eligible for sentence-level splitting.
@@ -139,19 +139,27 @@ def split_text(
     if counter.count(text) <= max_tokens:
         return [text]
     parts = _line_spans(text) if by_lines else sentence_spans(text)
+    prime = getattr(counter, "prime", None)
+    if prime is not None:  # one batch call for the parts, asked for one by one below
+        prime(parts)
     pieces: list[str] = []
     current = ""
+    current_tokens = 0
     for part in parts:
-        if counter.count(part) > max_tokens:
+        part_tokens = counter.count(part)
+        if part_tokens > max_tokens:
             if current:
                 pieces.append(current)
             *whole, current = split_tokens(part, max_tokens, counter)
             pieces.extend(whole)
-        elif current and counter.count(current + part) > max_tokens:
+            current_tokens = counter.count(current)
+            continue
+        joined = count_joined(counter, current, part, current_tokens) if current else part_tokens
+        if current and joined > max_tokens:
             pieces.append(current)
-            current = part
+            current, current_tokens = part, part_tokens
         else:
-            current += part
+            current, current_tokens = current + part, joined
     if current:
         pieces.append(current)
     # A whitespace-only tail (possible after a line split) joins the previous piece.

@@ -28,13 +28,8 @@ from typing import Literal
 
 from hrag_pg.errors import IngestError
 from hrag_pg.ingest.children import LINE_KINDS, pieces_as_leaves, split_text
-from hrag_pg.ingest.tokens import DEFAULT_COUNTER, TokenCounter
+from hrag_pg.ingest.tokens import DEFAULT_COUNTER, TokenCounter, count_parts
 from hrag_pg.ingest.tree import DocumentTree, DraftNode, contents_in_order
-
-
-def _joined(nodes: list[DraftNode]) -> str:
-    """The text ``nodes`` (leaves, in order) read as, joined by their separators."""
-    return DraftNode(kind="part", children=nodes).full_text()
 
 
 def _runs(node: DraftNode, limit: int, counter: TokenCounter,
@@ -44,8 +39,8 @@ def _runs(node: DraftNode, limit: int, counter: TokenCounter,
     current: list[DraftNode] = []
     own = [DraftNode(kind=node.kind, content=node.content)] if node.content else []
     for child in node.children if children is None else children:
-        candidate = _joined([*(own if not runs else []), *current, child])
-        if current and counter.count(candidate) > limit:
+        candidate = [*(own if not runs else []), *current, child]
+        if current and count_parts(counter, DraftNode(kind="part", children=candidate).text_parts()) > limit:
             runs.append(current)
             current = [child]
         else:
@@ -157,7 +152,7 @@ def enforce_parent_limit(
             if any(child.is_leaf for child in node.children) and _text_tokens(node, counter) > limit:
                 node.children = _wrapped_leaf_runs(node, limit, counter)
             return [node]
-        tokens = counter.count(node.full_text())
+        tokens = count_parts(counter, node.text_parts())
         if tokens <= limit:
             return [node]
         if on_oversize == "error":

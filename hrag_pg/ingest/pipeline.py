@@ -151,10 +151,12 @@ def prepare_tree(
     counter = counter if isinstance(counter, CachedCounter) else CachedCounter(counter)
     # The refining steps count every node's text and the whole text of every section made
     # of leaves (the parent limit); count them in one batch first (see CachedCounter.prime).
-    # Flatten then finds every final node's text counted already (the splitter counts each
-    # leaf it keeps and each piece it makes).
+    # A tokenizer that splits at whitespace gets a section's count from its paragraphs'
+    # (tokens.count_parts), so only the texts are primed.  Flatten then finds every final
+    # node's text counted already (the splitter counts each leaf it keeps and each piece it makes).
     nodes = [node for node, _ in tree.root.walk()]
-    counter.prime([node.content for node in nodes]
-                  + [node.full_text() for node in nodes if node.children and all(c.is_leaf for c in node.children)])
+    sections = [] if counter.splits_at_whitespace else [
+        node.full_text() for node in nodes if node.children and all(c.is_leaf for c in node.children)]
+    counter.prime([node.content for node in nodes] + sections)
     refine(tree, options, counter, question_generator)
     return flatten(tree, collection=collection, model_name=model_name, counter=counter)

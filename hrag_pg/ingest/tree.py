@@ -74,12 +74,16 @@ class DraftNode:
         contribute nothing, and neither do "qa" nodes: their content is a
         generated question, which is stored as metadata, not as text.
         """
+        return "".join(self.text_parts())
+
+    def text_parts(self) -> list[str]:
+        """The pieces :meth:`full_text` joins: contents and the separators between them, in order."""
         parts: list[str] = []
         for node in contents_in_order(self):
             if parts:
                 parts.append(node.separator)
             parts.append(node.content)
-        return "".join(parts)
+        return parts
 
 
 def has_text(node: DraftNode) -> bool:
