@@ -517,8 +517,8 @@ def markdown(report: dict[str, Any]) -> str:
            "cut)."), "", *quality_table(report["systems"]), ""]
     native = report.get("hrag_native_budget")
     if native:
-        out += [("hrag-pg's own budgeted assembly (`max_context_tokens`: whole passages by score, a passage "
-                "that does not fit is dropped, never cut):"), "",
+        out += [("hrag-pg's own budgeted assembly (`max_context_tokens`: whole passages by score; a passage "
+                "that does not fit is replaced by its best part that fits, never cut mid-text):"), "",
                 "| configuration | budget | narrow recall | broad recall | mean tokens |", "|---|---:|---:|---:|---:|"]
         for row in native:
             out.append(f"| {row['system']} | {row['budget']:,} | {fmt(row['narrow'])} | {fmt(row['broad'])} "
