@@ -58,6 +58,21 @@ def error_line(message: str) -> None:
     err_console.print(Text.assemble(("error:", "bold red"), " ", one_line), soft_wrap=True)
 
 
+def report_interrupt() -> None:
+    """Say "interrupted", and make sure the exit status that follows is 130, not a death by SIGINT.
+
+    CPython flags a KeyboardInterrupt that ends a *string* ``exec``/``eval``
+    as unhandled, even when a caller catches it, and under ``python -m``
+    the interpreter then kills itself with SIGINT after the 130 was chosen.
+    Ctrl-C during a lazy import lands there often: dataclasses build their
+    methods with ``exec`` (seen: torch's, while the model loads).  Every
+    string ``exec`` clears the flag when it starts, so an empty one forgets
+    the interrupt just handled; it runs only after one was caught.
+    """
+    exec("pass", {})  # a constant string: resets the unhandled-interrupt flag
+    error_line("interrupted")
+
+
 class HragGroup(TyperGroup):
     """The root command: every failure ends as one line on stderr and a documented exit status."""
 
@@ -80,7 +95,7 @@ class HragGroup(TyperGroup):
             error_line(exc.format_message())
             code = exc.exit_code
         except typer.Abort:
-            error_line("interrupted")
+            report_interrupt()
             code = EXIT_INTERRUPTED
         except Exception as exc:
             if os.environ.get(ENV_DEBUG):
@@ -127,7 +142,7 @@ def clear_errors(func: F) -> F:
             error_line(str(exc))
             raise typer.Exit(EXIT_FAILURE) from None
         except KeyboardInterrupt:
-            error_line("interrupted")
+            report_interrupt()
             raise typer.Exit(EXIT_INTERRUPTED) from None
 
     return wrapper  # type: ignore[return-value]
@@ -997,7 +1012,7 @@ def main() -> None:
     try:
         app()
     except KeyboardInterrupt:  # Ctrl-C outside a command (while typer sets up): still one line
-        error_line("interrupted")
+        report_interrupt()
         sys.exit(EXIT_INTERRUPTED)
 
 

@@ -428,6 +428,26 @@ def test_ctrl_c_during_ingest_exits_130_with_one_line(tmp_path: Path, db_url: st
     assert "Traceback" not in stderr and stderr.strip().splitlines()[-1] == "error: interrupted"
 
 
+@pytest.mark.parametrize("where", ["a string exec", "plain code"])
+def test_ctrl_c_inside_a_string_exec_under_python_m_still_exits_130(tmp_path: Path, where: str) -> None:
+    # Ctrl-C during a lazy import often lands in a dataclass's exec'd method source (torch's, as the
+    # model loads); CPython then marks the interrupt unhandled even though the CLI caught it, and
+    # `python -m` killed itself with SIGINT (exit -2) after printing "error: interrupted".
+    raise_it = 'exec("raise KeyboardInterrupt", {})' if where == "a string exec" else "raise KeyboardInterrupt"
+    (tmp_path / "interrupted_cli.py").write_text(
+        "from hrag_pg import cli\n\n\n"
+        "@cli.app.command('boom')\n"
+        "@cli.clear_errors\n"
+        "def boom() -> None:\n"
+        f"    {raise_it}\n\n\n"
+        "if __name__ == '__main__':\n"
+        "    cli.main()\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
+    done = subprocess.run([sys.executable, "-m", "interrupted_cli", "boom"], env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert (done.returncode, done.stderr) == (130, "error: interrupted\n")
+
+
 # ----------------------------------------------------------------------- 10. help
 
 
