@@ -45,21 +45,22 @@ from hrag_pg.ingest.pipeline import IngestOptions
 BUDGETS = (1000, 2000, 4000)
 COLLECTION = "bench"
 HERE = Path(__file__).resolve().parent
-#: The databases this script ingests (name, question file, small): the whole
-#: pgdocs, 40 of its files, 40 pystdlib files.  The studies beside it
-#: (candidates.py, rare_cap.py, merge_share.py) measure on the same three.
-DATABASES = (("pgdocs", "pgdocs.jsonl", False), ("pgdocs-small", "pgdocs.jsonl", True),
-             ("pystdlib-small", "pystdlib.jsonl", True))
+#: The databases the studies beside this script (candidates.py, rare_cap.py,
+#: merge_share.py, reserved_hits.py) measure on: three whole corpora of
+#: different kinds (name, question file, database).  The manual's is
+#: ``run.py --full``'s; the others are this script's (``--corpus ... --name``).
+DATABASES = (("pgdocs", "pgdocs.jsonl", "hrag_bench_full"),
+             ("pystdlib", "pystdlib.jsonl", "hrag_bench_budget_pystdlib"),
+             ("nodejs", "nodejs.jsonl", "hrag_bench_budget_nodejs"))
 
 
 def budget_databases(embedder: Any) -> Iterator[tuple[str, str, list[dict[str, Any]], list[Any]]]:
-    """Each database of DATABASES as ingested here: name, libpq URL, its answerable questions and their vectors."""
-    for name, question_file, small in DATABASES:
-        database = f"hrag_bench_budget_{name.replace('-', '_')}"
+    """Each database of DATABASES: name, libpq URL, its answerable questions and their vectors."""
+    for name, question_file, database in DATABASES:
         url = benchdb._with_database(benchdb.maintenance_url(HERE / ".data" / "pg"), database)
-        corpus = common.DEFAULT_CORPUS if name.startswith("pgdocs") else HERE / ".data" / "corpora" / "pystdlib"
+        corpus = common.DEFAULT_CORPUS if name == "pgdocs" else HERE / ".data" / "corpora" / name
         questions = common.read_questions(HERE / "questions" / question_file)
-        questions = common.answerable(questions, common.select_files(corpus, questions, small=small))
+        questions = common.answerable(questions, common.select_files(corpus, questions, small=False))
         yield name, url, questions, list(embedder.embed([q["question"] for q in questions]))
 
 

@@ -2,8 +2,8 @@
 
     python bench/candidates.py        # on the databases bench/budget.py ingested
 
-For each budget database (the whole pgdocs, 40 pgdocs files, 40 pystdlib
-files), every question is asked in auto-merge and parent-child with their
+For each budget database (budget.DATABASES: the whole pgdocs, pystdlib and
+nodejs), every question is asked in auto-merge and parent-child with their
 defaults, once with 3 x k vector candidates (``search_hybrid``'s default
 before revision 0013: 36 for auto-merge, 60 for parent-child, which also
 ranks that many hits) and once with the default since 0013, max(k, 30)

@@ -8,8 +8,8 @@ inside it.  Since revision 0014 such a node is worth only what it adds (the
 evidence not yet taken, per power of the tokens it adds) unless at least
 ``hrag.auto_merge_share`` of its children are hit.  0 is the rule before 0014
 (every node keeps its whole value); above 1 every replacing node is valued by
-what it adds.  For each budget database (the whole pgdocs, 40 pgdocs files,
-40 pystdlib files) every question is asked with each share (``SET``, nothing
+what it adds.  For each budget database (budget.DATABASES: the whole
+pgdocs, pystdlib and nodejs) every question is asked with each share (``SET``, nothing
 is changed in the database): recall narrow / broad and tokens at 1,000 /
 2,000 / 4,000 tokens, and the statement's p50 at 2,000 (best of 3 per
 question).  Writes

@@ -6,8 +6,8 @@
 terms while their document frequencies add up to at most ``rare_cap`` leaves
 (a constant, 300).  Those rows are most of the candidate stage's cost, so a
 smaller cap is faster; the question is what it costs in recall.  For each
-budget database (the whole pgdocs, 40 pgdocs files, 40 pystdlib files), inside
-one transaction that is rolled back (the database is never left changed),
+budget database (budget.DATABASES: the whole pgdocs, pystdlib and nodejs),
+inside one transaction that is rolled back (the database is never left changed),
 ``search_hybrid`` is replaced by a copy whose cap is read from the setting
 ``hrag.rare_cap``, and every question is asked with each cap: the budget mode
 at 1,000 / 2,000 / 4,000 tokens, auto-merge and parent-child (their

@@ -716,6 +716,15 @@ DECLARE
     -- a node with at least this share of its children hit keeps its whole
     -- value when it replaces taken nodes (a merge); below it, what it adds
     merge_share   double precision := hrag._setting('hrag.auto_merge_share', 0.4);
+    -- the best this many hits keep room in the budget (the reserved hits)
+    reserved      integer := least(greatest(hrag._setting('hrag.auto_reserved_hits', 2), 0), 1000)::integer;
+    r_doc         uuid[] := '{}';
+    r_seq         integer[] := '{}';
+    r_tok         integer[] := '{}';
+    r_done        boolean[] := '{}';
+    r_sum         integer := 0;
+    reserve_tokens integer;
+    r_at          integer;
     scope_tokens  double precision;
     sel_ids       uuid[] := '{}';
     sel_doc       uuid[] := '{}';
@@ -813,11 +822,28 @@ BEGIN
      WHERE x.lift >= min_lift
        AND x.subtree_tokens <= max_tokens;
 
+    -- The reserved hits: the best `reserved` hits among the candidates, in
+    -- score order, as many as fit the budget together.
+    FOR r_at IN SELECT array_position(c_node, h.id)
+                  FROM unnest(hit_ids, hit_scores) AS h(id, score)
+                 ORDER BY h.score DESC, h.id
+                 LIMIT reserved LOOP
+        CONTINUE WHEN r_at IS NULL OR r_sum + c_tokens[r_at] > max_tokens;
+        r_doc := r_doc || c_doc[r_at];
+        r_seq := r_seq || c_seq[r_at];
+        r_tok := r_tok || c_tokens[r_at];
+        r_done := r_done || false;
+        r_sum := r_sum + c_tokens[r_at];
+    END LOOP;
+
     -- Greedy by priority: take each candidate that fits, a node replacing the
     -- taken nodes inside it.  Such a node is worth what it adds (the evidence
     -- not yet taken per power of the tokens it adds) unless a merge_share of
     -- its children is hit; worth less than its place in the order, it is set
-    -- aside and comes back when the order reaches its new priority.
+    -- aside and comes back when the order reaches its new priority.  No node is
+    -- taken that would leave too little room for the reserved hits it does not
+    -- hold, so a large section with many weak hits cannot crowd out the best
+    -- passage elsewhere.
     LOOP
         best_aside := 0;
         FOR i IN 1 .. cardinality(aside_at) LOOP
@@ -868,7 +894,17 @@ BEGIN
                 CONTINUE;
             END IF;
         END IF;
-        CONTINUE WHEN used - below_tokens + cur_tokens > max_tokens;
+        reserve_tokens := 0;
+        FOR i IN 1 .. cardinality(r_doc) LOOP
+            CONTINUE WHEN r_done[i] OR (r_doc[i] = cur_doc AND r_seq[i] BETWEEN cur_seq AND cur_end);
+            reserve_tokens := reserve_tokens + r_tok[i];
+        END LOOP;
+        CONTINUE WHEN used - below_tokens + cur_tokens + reserve_tokens > max_tokens;
+        FOR i IN 1 .. cardinality(r_doc) LOOP
+            IF r_doc[i] = cur_doc AND r_seq[i] BETWEEN cur_seq AND cur_end THEN
+                r_done[i] := true;
+            END IF;
+        END LOOP;
         IF below_any THEN
             -- the node replaces the taken nodes inside it
             FOR i IN 1 .. cardinality(sel_ids) LOOP

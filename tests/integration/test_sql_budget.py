@@ -213,6 +213,39 @@ def test_a_section_half_of_whose_children_are_hit_is_still_merged_whole(conn: ps
     assert {key_of[r[0]] for r in conn.execute(sql, params)} == {"note0", "note1", "note2", "member2"}
 
 
+def test_a_large_section_of_weak_hits_leaves_room_for_the_second_best_hit_elsewhere(
+    conn: psycopg.Connection,
+) -> None:
+    """All five members are hit, the best of them first; the second-best hit is a note.
+
+    The section (501 tokens) comes first by evidence per tokens^0.5 and would
+    fill the 520-token budget; the best two hits keep room (revision 0016), so
+    the note is taken with the best members instead.
+    """
+    built = insert_tree(conn, _manual())
+    key_of = {v: k for k, v in built.ids.items()}
+    hits = {"member0": 0.80, "note3": 0.78, "member1": 0.77, "member2": 0.76, "member3": 0.75, "member4": 0.74}
+    sql = "SELECT node_id, token_count FROM hrag.retrieve_hits(%s, %s::real[], 520)"
+    params = ([built.ids[k] for k in hits], list(hits.values()))
+    rows = conn.execute(sql, params).fetchall()
+    assert {key_of[r[0]] for r in rows} == {"note3", "member0", "member1", "member2", "member3"}
+    assert sum(r[1] for r in rows) <= 520
+
+    # Without reserved hits (the rule before revision 0016) the section crowds the note out.
+    conn.execute("SET hrag.auto_reserved_hits = 0")
+    assert {key_of[r[0]] for r in conn.execute(sql, params)} == {"membership"}
+
+
+def test_reserved_hits_that_do_not_fit_together_reserve_only_what_fits(conn: psycopg.Connection) -> None:
+    """At 100 tokens the best member (100) fits and the note (60) no longer does beside it: no deadlock."""
+    built = insert_tree(conn, _manual())
+    key_of = {v: k for k, v in built.ids.items()}
+    hits = {"member0": 0.80, "note3": 0.78, "member1": 0.77}
+    rows = conn.execute("SELECT node_id FROM hrag.retrieve_hits(%s, %s::real[], 100)",
+                        ([built.ids[k] for k in hits], list(hits.values()))).fetchall()
+    assert [key_of[r[0]] for r in rows] == ["member0"]
+
+
 def test_a_tuning_setting_that_is_not_a_number_is_refused_by_name(conn: psycopg.Connection) -> None:
     built = insert_tree(conn, _manual())
     conn.execute("SET hrag.auto_merge_share = 'lots'")
