@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from hrag_pg.api import HRAG, AsyncHRAG
+from hrag_pg.db import libpq_url
 from hrag_pg.retrievers import AutoMergingRetriever, ParentChildRetriever
 from tests.embedders import HashingEmbedder
 
@@ -53,6 +55,31 @@ async def test_async_ingest_runs_the_sync_ingest_and_its_text_is_then_retrievabl
         assert [r.status for r in report.results] == ["created"]
         results = await ahrag.auto_merge("pgvector extension version", collection="guide")
     assert results and all(r.document_id == report.results[0].document_id for r in results)
+
+
+async def test_an_async_call_cancelled_while_blocked_stops_in_the_server_and_the_pool_serves_the_next(
+        hrag: HRAG, db_url: str) -> None:
+    """A caller's timeout (a web request given up) cancels the statement; nothing of it keeps running.
+
+    The read waits on a lock another session holds.  Cancelled, it must not
+    become an hrag error, not stay queued on the lock in the server, and not
+    leave the pool a connection stuck mid-command.
+    """
+    expected = hrag.auto_merge(QUESTIONS[2])
+    url = libpq_url(db_url)
+    with psycopg.connect(url) as locker, psycopg.connect(url, autocommit=True) as observer:
+        async with AsyncHRAG(hrag) as ahrag:
+            await ahrag.auto_merge(QUESTIONS[0])  # the pool is open and warm
+            locker.execute("LOCK TABLE hrag.nodes IN ACCESS EXCLUSIVE MODE")
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(ahrag.auto_merge(QUESTIONS[2]), timeout=1.0)
+            waiting = observer.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()").fetchone()
+            assert waiting == (0,), "the cancelled statement still waits on the lock in the server"
+            locker.rollback()
+            got = await asyncio.wait_for(ahrag.auto_merge(QUESTIONS[2]), timeout=30)
+    assert [r.model_dump() for r in got] == [r.model_dump() for r in expected]
 
 
 def test_aretrieve_works_from_two_event_loops_one_after_the_other(hrag: HRAG) -> None:
