@@ -293,6 +293,33 @@ def test_check_integrity_reports_the_same_problems_on_the_cluster(
     assert cluster == single
 
 
+def test_repair_fixes_the_same_problems_on_the_cluster_as_on_a_single_node(
+    cluster_url: str, db_url: str, tmp_path: Path,
+) -> None:
+    """Counts, ranges and depths broken in two documents; repair leaves only what it cannot fix."""
+    corpus = _write_corpus(tmp_path, 3)
+    repaired, left = [], []
+    for url in (db_url, cluster_url):
+        assert _ingest(url, [corpus], "torn") == ["created"] * 3
+        with psycopg.connect(_libpq(url)) as conn:
+            docs = [r[0] for r in conn.execute(
+                "SELECT id FROM hrag.documents WHERE collection = 'torn' ORDER BY source LIMIT 2").fetchall()]
+            for doc in docs:
+                conn.execute("UPDATE hrag.nodes SET child_count = child_count + 1 WHERE id = (SELECT id FROM "
+                             "hrag.nodes WHERE document_id = %s AND child_count > 0 ORDER BY id LIMIT 1)", (doc,))
+                conn.execute("UPDATE hrag.nodes SET subtree_end = subtree_end + 100 WHERE id = (SELECT id FROM "
+                             "hrag.nodes WHERE document_id = %s AND depth = 1 ORDER BY id LIMIT 1)", (doc,))
+            conn.execute("UPDATE hrag.nodes SET embedding = NULL WHERE id = (SELECT id FROM hrag.nodes "
+                         "WHERE collection = 'torn' AND embedding IS NOT NULL ORDER BY id LIMIT 1)")
+            repaired.append(dict(conn.execute("SELECT * FROM hrag.repair_integrity()").fetchall()))
+            left.append(sorted(r[0] for r in conn.execute("SELECT * FROM hrag.check_integrity()").fetchall()))
+            conn.rollback()  # the cluster's other tests see healthy trees
+    single, cluster = repaired
+    assert single["wrong_child_count"] == 2 and single["broken_ordering"] == 2, single
+    assert cluster == single
+    assert left == [["leaf_without_embedding"], ["leaf_without_embedding"]], "only re-ingestion fixes that"
+
+
 def test_a_lookup_carrying_the_document_id_is_routed_to_one_shard_and_a_bare_id_fans_out(
     cluster_url: str, same_documents_on_both: str,
 ) -> None:

@@ -434,6 +434,7 @@ REFUSED: dict[str, str] = {
     "hrag.grant_reader(name)": "SELECT hrag.grant_reader(current_user)",
     "hrag.repair_integrity()": "SELECT * FROM hrag.repair_integrity()",
     "hrag.refresh_document_terms(uuid)": "SELECT hrag.refresh_document_terms(%(b_doc)s)",
+    "hrag._repair_document(uuid)": "SELECT * FROM hrag._repair_document(%(b_doc)s)",
     "hrag._create_vector_index()": "SELECT hrag._create_vector_index()",
 }
 
