@@ -69,6 +69,14 @@ def answerable(questions: list[dict], files: list[Path]) -> list[dict]:
 
 
 _SHORT_PARAGRAPH = re.compile(r"^[A-Z][^\n`#|>*-]{80,400}\.$")
+#: The same prose, wrapped: lines of at most 100 characters, none indented.
+_WRAPPED_PARAGRAPH = re.compile(r"^[A-Z][^`#|>*-]{80,400}\.$")
+
+
+def _wrapped_prose(block: str) -> bool:
+    lines = block.splitlines()
+    return (len(lines) > 1 and all(0 < len(line) <= 100 and not line[0].isspace() for line in lines)
+            and _WRAPPED_PARAGRAPH.match(block) is not None)
 
 
 def edit_one_paragraph(text: str) -> tuple[str, str]:
@@ -76,17 +84,24 @@ def edit_one_paragraph(text: str) -> tuple[str, str]:
 
     Returns the edited text and the paragraph as it was.  Fenced code is
     skipped; the chosen paragraph is a single line of 80-400 characters so
-    it is one leaf (child) in every system.
+    it is one leaf (child) in every system.  A file that wraps its
+    paragraphs (the Node.js docs, at 80 columns) has no such line; there the
+    paragraph is one of 2+ unindented lines, 80-400 characters in all.
     """
     blocks = text.split("\n\n")
     in_fence = False
-    candidates: list[int] = []
+    single: list[int] = []
+    wrapped: list[int] = []
     for i, block in enumerate(blocks):
         fences = sum(1 for line in block.splitlines() if line.lstrip().startswith(("```", "~~~")))
-        if not in_fence and fences == 0 and _SHORT_PARAGRAPH.match(block):
-            candidates.append(i)
+        if not in_fence and fences == 0:
+            if _SHORT_PARAGRAPH.match(block):
+                single.append(i)
+            elif _wrapped_prose(block):
+                wrapped.append(i)
         if fences % 2:
             in_fence = not in_fence
+    candidates = single or wrapped
     if not candidates:
         raise ValueError("no short prose paragraph to edit")
     index = candidates[len(candidates) // 2]

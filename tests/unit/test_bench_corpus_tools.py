@@ -222,3 +222,18 @@ def test_validator_accepts_questions_option(tmp_path: Path, capsys: pytest.Captu
                          '"evidence": ["First alpha paragraph says the sky is blue today."]}\n', encoding="utf-8")
     assert validate_questions.main(["--corpus", str(tmp_path), "--questions", str(questions)]) == 0
     assert "ok: 1 questions" in capsys.readouterr().out
+
+
+def test_the_edit_picks_a_one_line_paragraph_and_falls_back_to_a_wrapped_one() -> None:
+    import common
+
+    one_line = "Some words here and there make up this single line of prose that is long enough to pick."
+    wrapped = ("The contents of the newly created buffer are unknown and may contain\n"
+               "sensitive data, so it must be overwritten before it is handed out.")
+    code = "```\nNot prose at all, even though this line is long enough and ends with a dot.\n```"
+    edited, original = common.edit_one_paragraph(f"# T\n\n{wrapped}\n\n{one_line}\n\n{code}\n")
+    assert original == one_line, "a one-line paragraph first (the pgdocs edit stays the same)"
+    edited, original = common.edit_one_paragraph(f"# T\n\n{wrapped}\n\n{code}\n")
+    assert original == wrapped and edited.count(common.EDIT_MARKER) == 1
+    with pytest.raises(ValueError, match="no short prose paragraph"):
+        common.edit_one_paragraph(f"# T\n\n{code}\n\n  indented\n  lines that are not a paragraph at all here.\n")
