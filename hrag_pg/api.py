@@ -37,7 +37,7 @@ from .ingest.children import QuestionGenerator
 from .ingest.flatten import FILE_PATH_KEY
 from .ingest.loaders import load_document
 from .ingest.pipeline import IngestOptions, Strategy, prepare_tree
-from .ingest.sources import name_files, old_names
+from .ingest.sources import keep_stored_names, name_files, old_names
 from .ingest.text import TextFormat, check_metadata, check_source, load_text
 from .ingest.tokens import TokenCounter
 from .ingest.tree import DocumentTree
@@ -172,7 +172,10 @@ class HRAG:
         Source names do not depend on the current directory (see
         :mod:`hrag_pg.ingest.sources`): a file is named by its file name, a
         directory's files by their path relative to it, and ``source`` names
-        the one file given or prefixes a directory's names.  ``metadata`` (a
+        the one file given or prefixes a directory's names.  Without
+        ``source``, a file already stored in ``collection`` under another name
+        (``docs/`` stored ``docs/api/auth.md`` as ``api/auth.md``) keeps it, so
+        re-ingesting one file of a directory updates its document.  ``metadata`` (a
         JSON object) is stored on every document written, and ``filter``
         matches it.
 
@@ -196,7 +199,10 @@ class HRAG:
         report.skipped = [(str(p), reason) for p, reason in skipped]
         if bulk:
             _ = self.embedder  # load the model and check its dimension before touching the index
-        stored_from = {} if replace else self.repository.file_paths(collection)
+        stored = self.repository.file_paths(collection)
+        if source is None:
+            files = keep_stored_names(files, stored)
+        stored_from = {} if replace else stored
         with self.repository.vector_index_suspended() if bulk else contextlib.nullcontext():
             self._ingest_files(files, report, collection, options, progress, question_generator,
                                stop_on_error, force, user_metadata, on_file, stored_from)

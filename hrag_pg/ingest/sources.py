@@ -11,6 +11,10 @@ the name must be the same whichever directory ``hrag ingest`` runs from:
   names of a directory's files (``source="manual"`` → ``manual/api/auth.md``).
 
 So ingesting ``docs/`` and later ``docs/guide.md`` updates the same document.
+A file already stored in the collection under another name (``docs/`` named
+it ``api/auth.md``; ``docs/api/auth.md`` given alone would be ``auth.md``)
+keeps the name it is stored under, unless ``source`` is given: one file, one
+document, whichever way it is named on the command line.
 Two files that would get the same name in one call are refused before
 anything is written; across calls, :meth:`hrag_pg.api.HRAG.ingest` refuses a
 file whose name is stored from another file that still exists.
@@ -18,7 +22,7 @@ file whose name is stored from another file that still exists.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from hrag_pg.errors import IngestError
@@ -69,6 +73,29 @@ def _refuse_collisions(named: Iterable[tuple[Path, str]]) -> None:
                 "separate calls with an explicit source (--source) or into different collections"
             )
         owners[name] = file
+
+
+def keep_stored_names(named: Sequence[tuple[Path, str]], stored_from: Mapping[str, str]
+                      ) -> list[tuple[Path, str]]:
+    """``named`` with each file already stored under another name given that name back.
+
+    ``stored_from`` maps stored source names to the file each was read from
+    (resolved paths, as :func:`hrag_pg.api._load_file` records them).  A file
+    keeps its name by today's rule when that name is among its stored ones,
+    or when it is stored under several names (no way to choose), or when the
+    stored name is what another file of this call is named.
+    """
+    by_file: dict[str, list[str]] = {}
+    for name, file_path in stored_from.items():
+        by_file.setdefault(file_path, []).append(name)
+    taken = {name for _, name in named}
+    kept: list[tuple[Path, str]] = []
+    for file, name in named:
+        stored = by_file.get(str(file.resolve()), [])
+        if len(stored) == 1 and stored[0] != name and stored[0] not in taken:
+            name = stored[0]
+        kept.append((file, name))
+    return kept
 
 
 def old_names(file: Path, new_name: str, stored: Iterable[str], cwd: Path | None = None) -> list[str]:

@@ -151,6 +151,36 @@ def test_file_names_do_not_depend_on_the_current_directory(
     assert sources == ["api/auth.md", "guide.md"]
 
 
+def test_a_nested_file_ingested_alone_updates_the_document_its_directory_stored(
+        hrag: HRAG, postgresql: psycopg.Connection, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    (docs / "api").mkdir(parents=True)
+    (docs / "guide.md").write_text(GUIDE, encoding="utf-8")
+    auth = docs / "api" / "auth.md"
+    auth.write_text("# Auth\n\nTokens expire after one hour.\n\nRefresh them with the CLI.\n", encoding="utf-8")
+    hrag.ingest([docs])
+    auth.write_text("# Auth\n\nTokens expire after two hours.\n\nRefresh them with the CLI.\n", encoding="utf-8")
+    alone = hrag.ingest([auth]).results
+    assert [(r.source, r.status) for r in alone] == [("api/auth.md", "updated")]
+    assert alone[0].embedded == 1, "the unchanged paragraph's embedding is reused"
+    (docs / "guide.md").write_text(GUIDE + "\nOne more line.\n", encoding="utf-8")
+    hrag.ingest([docs / "guide.md"])
+    hrag.ingest([docs])
+    sources = [r[0] for r in postgresql.execute("SELECT source FROM hrag.documents ORDER BY source")]
+    assert sources == ["api/auth.md", "guide.md"], "one document per file, whichever way it was named"
+
+
+def test_a_file_stored_alone_keeps_its_name_when_its_directory_is_ingested(
+        hrag: HRAG, postgresql: psycopg.Connection, tmp_path: Path) -> None:
+    (tmp_path / "docs" / "api").mkdir(parents=True)
+    auth = tmp_path / "docs" / "api" / "auth.md"
+    auth.write_text("# Auth\n\nTokens expire after one hour.\n", encoding="utf-8")
+    hrag.ingest([auth])
+    assert [r.status for r in hrag.ingest([tmp_path / "docs"]).results] == ["unchanged"]
+    sources = [r[0] for r in postgresql.execute("SELECT source FROM hrag.documents ORDER BY source")]
+    assert sources == ["auth.md"]
+
+
 def test_an_explicit_source_names_a_file_or_prefixes_a_directory(
         hrag: HRAG, postgresql: psycopg.Connection, tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
