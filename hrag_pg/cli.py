@@ -522,7 +522,8 @@ def ingest_cmd(
                                            "(query --filter matches it)."),
     source: str = typer.Option(None, "--source",
                                help="Source name of the one file given, or prefix of a directory's names "
-                                    "(default: the file name; a directory's files: their path relative to it)."),
+                                    "(default: the file name; a directory's files: their path relative to it; a file "
+                                    "already stored keeps the name it is stored under)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON report."),
 ) -> None:
     """Ingest documents: build their trees, embed the children, write each document in one transaction.
@@ -893,8 +894,9 @@ def check_cmd(
 @clear_errors
 def eval_cmd(
     questions: Path = typer.Argument(..., help="The question file (JSON Lines, format above)."),
-    mode: str = typer.Option("parent-child", "--mode", "-m",
-                             help="parent-child, auto-merge or auto (the budget mode: --max-tokens, default 2000)."),
+    mode: str | None = typer.Option(None, "--mode", "-m",
+                                    help="parent-child, auto-merge or auto (the budget mode: --max-tokens, default "
+                                         "2000). Default, as for query: auto with --max-tokens, else parent-child."),
     collection: str = typer.Option(None, "--collection", "-c", help="Search only this collection."),
     max_tokens: int = typer.Option(None, "--max-tokens", help="Assemble at most this many tokens per answer."),
     lexical_weight: float = typer.Option(None, "--lexical-weight",
@@ -915,11 +917,13 @@ def eval_cmd(
     Examples:
         hrag eval questions.jsonl -c manuals
         hrag eval questions.jsonl --mode auto-merge --max-tokens 2000 --json
-        hrag eval questions.jsonl --mode auto --max-tokens 1000
+        hrag eval questions.jsonl --max-tokens 1000        (auto mode)
     """
     from .evaluation import MODES as EVAL_MODES
     from .evaluation import evaluate, load_questions
 
+    if mode is None:
+        mode = "auto" if max_tokens is not None else "parent-child"
     if mode not in EVAL_MODES:
         raise ValueError(f"--mode must be one of {', '.join(EVAL_MODES)}, got {mode!r}")
     if max_tokens is not None:

@@ -183,9 +183,10 @@ def test_eval_reports_recall_per_kind_as_json(env: dict[str, str]) -> None:
     assert summary["all"]["latency_p95_ms"] >= summary["all"]["latency_p50_ms"] > 0
 
 
-def test_eval_measures_the_budget_mode_within_its_budget(env: dict[str, str]) -> None:
+def test_eval_with_max_tokens_measures_the_budget_mode_within_its_budget_as_query_would(
+        env: dict[str, str]) -> None:
     questions = Path(__file__).parents[1] / "fixtures" / "demo_questions.jsonl"
-    result = run(env, "eval", str(questions), "--mode", "auto", "--max-tokens", "600", "--json")
+    result = run(env, "eval", str(questions), "--max-tokens", "600", "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["settings"]["mode"] == "auto"
