@@ -622,15 +622,6 @@ def ingest_cmd(
 MODES = defaults.MODES
 
 
-def _chosen_mode(mode: str | None, max_tokens: int | None) -> str:
-    """``--mode`` as given, or the default query and eval share: auto with a budget, else parent-child."""
-    if mode is None:
-        mode = "auto" if max_tokens is not None else "parent-child"
-    if mode not in MODES:
-        raise ValueError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
-    return mode
-
-
 def _check_collection(hrag: Any, collection: str | None) -> None:
     """A query on a collection that does not exist is an error naming those that do."""
     if collection is None:
@@ -679,7 +670,10 @@ def query_cmd(
     from .api import check_question
     from .retrievers import retriever_for
 
-    mode = _chosen_mode(mode, max_tokens)
+    if mode is None:
+        mode = "auto" if max_tokens is not None else "parent-child"
+    if mode not in MODES:
+        raise ValueError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
     check_question(text)
     if top_k is not None:
         limits.check_count(top_k, "--top-k")
@@ -925,9 +919,13 @@ def eval_cmd(
         hrag eval questions.jsonl --mode auto-merge --max-tokens 2000 --json
         hrag eval questions.jsonl --max-tokens 1000        (auto mode)
     """
+    from .evaluation import MODES as EVAL_MODES
     from .evaluation import evaluate, load_questions
 
-    mode = _chosen_mode(mode, max_tokens)
+    if mode is None:
+        mode = "auto" if max_tokens is not None else "parent-child"
+    if mode not in EVAL_MODES:
+        raise ValueError(f"--mode must be one of {', '.join(EVAL_MODES)}, got {mode!r}")
     if max_tokens is not None:
         limits.check_count(max_tokens, "--max-tokens", maximum=limits.MAX_CONTEXT_TOKENS)
     _check_fraction(lexical_weight, "--lexical-weight", zero_allowed=True)

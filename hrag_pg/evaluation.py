@@ -30,11 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from . import defaults
-
 Kind = Literal["narrow", "broad"]
 KINDS: tuple[str, ...] = ("narrow", "broad")
-MODES: tuple[str, ...] = defaults.MODES
+MODES: tuple[str, ...] = ("parent-child", "auto-merge", "auto")
 #: Context budgets (tokens) at which recall is reported by default.
 DEFAULT_BUDGETS: tuple[int, ...] = (2000, 4000)
 
