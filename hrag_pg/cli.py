@@ -622,6 +622,15 @@ def ingest_cmd(
 MODES = defaults.MODES
 
 
+def _chosen_mode(mode: str | None, max_tokens: int | None) -> str:
+    """``--mode`` as given, or the default query and eval share: auto with a budget, else parent-child."""
+    if mode is None:
+        mode = "auto" if max_tokens is not None else "parent-child"
+    if mode not in MODES:
+        raise ValueError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+    return mode
+
+
 def _check_collection(hrag: Any, collection: str | None) -> None:
     """A query on a collection that does not exist is an error naming those that do."""
     if collection is None:
@@ -670,10 +679,7 @@ def query_cmd(
     from .api import check_question
     from .retrievers import retriever_for
 
-    if mode is None:
-        mode = "auto" if max_tokens is not None else "parent-child"
-    if mode not in MODES:
-        raise ValueError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+    mode = _chosen_mode(mode, max_tokens)
     check_question(text)
     if top_k is not None:
         limits.check_count(top_k, "--top-k")
@@ -919,13 +925,9 @@ def eval_cmd(
         hrag eval questions.jsonl --mode auto-merge --max-tokens 2000 --json
         hrag eval questions.jsonl --max-tokens 1000        (auto mode)
     """
-    from .evaluation import MODES as EVAL_MODES
     from .evaluation import evaluate, load_questions
 
-    if mode is None:
-        mode = "auto" if max_tokens is not None else "parent-child"
-    if mode not in EVAL_MODES:
-        raise ValueError(f"--mode must be one of {', '.join(EVAL_MODES)}, got {mode!r}")
+    mode = _chosen_mode(mode, max_tokens)
     if max_tokens is not None:
         limits.check_count(max_tokens, "--max-tokens", maximum=limits.MAX_CONTEXT_TOKENS)
     _check_fraction(lexical_weight, "--lexical-weight", zero_allowed=True)

@@ -30,9 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from . import defaults
+
 Kind = Literal["narrow", "broad"]
 KINDS: tuple[str, ...] = ("narrow", "broad")
-MODES: tuple[str, ...] = ("parent-child", "auto-merge", "auto")
+MODES: tuple[str, ...] = defaults.MODES
 #: Context budgets (tokens) at which recall is reported by default.
 DEFAULT_BUDGETS: tuple[int, ...] = (2000, 4000)
 
