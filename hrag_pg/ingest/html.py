@@ -2,8 +2,13 @@
 
 Same shape as :mod:`hrag_pg.ingest.markdown`: headings nest into "section"
 nodes, and paragraphs, list items, ``<pre>`` blocks, tables and block quotes
-become leaves.  Text in ``script``/``style``/``nav``/``head`` (menus, code
-that is not content) is dropped; loose text outside any block still becomes a
+become leaves.  A definition list's term (``<dt>``) heads a section of its
+definition (``<dd>``), one level below the heading it is under: DocBook's
+variable lists and Sphinx's API entries name their subject only in the term,
+and a definition cut off from it ("Many games are sgid to games…" without
+"games") is a weak search target, while the term alone is a useless one.
+Text in ``script``/``style``/``nav``/``head`` (menus, code that is not
+content) is dropped; loose text outside any block still becomes a
 paragraph so nothing visible is lost.  Only the standard library's
 ``html.parser`` is used: it tolerates the unclosed ``<p>``/``<li>`` tags real
 pages are full of.
@@ -54,6 +59,8 @@ _BLOCKS = frozenset(
     ]
 )
 _SPACE_RE = re.compile(r"[ \t\r\n\f\v]+")
+#: Section level of a definition term in the outermost ``<dl>``: below every heading.
+_TERM_LEVEL = 7
 
 
 @dataclass
@@ -85,6 +92,9 @@ class _TreeBuilder(HTMLParser):
         self.heading: tuple[int, list[str]] | None = None
         self.container: _Container | None = None
         self.buffer: list[str] = []
+        self.lists = 0  # open <dl> elements (outside containers)
+        self.term: list[str] | None = None  # the <dt> being read
+        self.terms: list[str] = []  # terms read, waiting for their <dd>
 
     # -- events ---------------------------------------------------------------
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -103,6 +113,15 @@ class _TreeBuilder(HTMLParser):
         if tag in _HEADINGS:
             self._flush_paragraph()
             self.heading = (_HEADINGS[tag], [])
+        elif tag == "dl":
+            self._flush_paragraph()
+            self.lists += 1
+        elif tag == "dt" and self.lists:
+            self._flush_paragraph()
+            self.term = []
+        elif tag == "dd" and self.lists:
+            self._flush_paragraph()
+            self._open_term()
         elif tag in _CONTAINERS:
             self._flush_paragraph()
             self.container = _Container(tag=tag, kind=_CONTAINERS[tag])
@@ -161,6 +180,13 @@ class _TreeBuilder(HTMLParser):
             return
         if tag in _HEADINGS and self.heading is not None:
             self._finish_heading()
+        elif tag == "dt" and self.term is not None:
+            self._flush_paragraph()
+        elif tag == "dl" and self.lists:
+            self._flush_paragraph()
+            self._terms_as_text()
+            self._close_terms(_TERM_LEVEL + self.lists - 1)
+            self.lists -= 1
         elif tag in _BLOCKS:
             self._flush_paragraph()
 
@@ -174,6 +200,8 @@ class _TreeBuilder(HTMLParser):
             c.parts.append(data if c.kind == "code" else _SPACE_RE.sub(" ", data))
         elif self.heading is not None:
             self.heading[1].append(data)
+        elif self.term is not None:
+            self.term.append(data)
         else:
             self.buffer.append(_SPACE_RE.sub(" ", data))
 
@@ -185,15 +213,44 @@ class _TreeBuilder(HTMLParser):
     def _flush_paragraph(self) -> None:
         if self.heading is not None:
             self._finish_heading()
+        if self.term is not None:
+            text = _SPACE_RE.sub(" ", "".join(self.term)).strip()
+            self.term = None
+            if text:
+                self.terms.append(text)
         lines = (line.strip() for line in "".join(self.buffer).split("\n"))
         self.buffer = []
-        add_leaf(self.current, "paragraph", "\n".join(line for line in lines if line))
+        text = "\n".join(line for line in lines if line)
+        if text.strip():
+            self._open_term()
+        add_leaf(self.current, "paragraph", text)
+
+    def _open_term(self) -> None:
+        """Open the section of the terms read so far (several ``<dt>`` may share one ``<dd>``)."""
+        if self.terms:
+            text = " / ".join(self.terms)
+            self.terms = []
+            open_section(self.stack, _TERM_LEVEL + self.lists - 1, text)
+
+    def _terms_as_text(self) -> None:
+        """Terms no definition follows (a table of contents as a ``<dl>``) are a paragraph, not headings."""
+        if self.terms:
+            add_leaf(self.current, "paragraph", "\n".join(self.terms))
+            self.terms = []
+
+    def _close_terms(self, level: int) -> None:
+        """Leave the term sections of a ``<dl>`` that ends: what follows belongs to the heading above it."""
+        while self.stack[-1][0] >= level:
+            self.stack.pop()
 
     def _finish_container(self) -> None:
         c = self.container
         assert c is not None
         self.container = None
-        add_leaf(self.current, c.kind, c.text())
+        text = c.text()
+        if text.strip():
+            self._open_term()
+        add_leaf(self.current, c.kind, text)
 
     def _finish_heading(self) -> None:
         assert self.heading is not None
@@ -204,6 +261,7 @@ class _TreeBuilder(HTMLParser):
             return
         if level == 1:
             self.top_titles.append(text)
+        self._terms_as_text()
         open_section(self.stack, level, text)
 
     def finish(self) -> DraftNode:
@@ -211,6 +269,7 @@ class _TreeBuilder(HTMLParser):
         if self.container is not None:
             self._finish_container()
         self._flush_paragraph()
+        self._terms_as_text()
         return self.root
 
 

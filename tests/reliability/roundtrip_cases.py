@@ -356,7 +356,7 @@ def html_cases(draw: st.DrawFn) -> Case:
     """HTML whose extracted text is known: each block's text, one blank line apart."""
     markup: list[str] = []
     texts: list[str] = []
-    for kind in draw(st.lists(st.sampled_from(["h", "p", "p", "ul", "pre", "long"]), min_size=1, max_size=10)):
+    for kind in draw(st.lists(st.sampled_from(["h", "p", "p", "ul", "dl", "pre", "long"]), min_size=1, max_size=10)):
         if kind == "h":
             level, text = draw(st.integers(1, 6)), draw(words)
             markup.append(f"<h{level}>{html.escape(text)}</h{level}>")
@@ -369,6 +369,14 @@ def html_cases(draw: st.DrawFn) -> Case:
             items = draw(st.lists(words, min_size=1, max_size=4))
             markup.append("<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ul>")
             texts += items
+        elif kind == "dl":  # each term heads a section of its definition's paragraphs
+            entries = draw(st.lists(st.tuples(words, st.lists(sentence, min_size=1, max_size=2)),
+                                    min_size=1, max_size=3))
+            markup.append("<dl>" + "".join(
+                f"<dt>{html.escape(term)}</dt><dd>" + "".join(f"<p>{html.escape(s)}</p>" for s in sentences)
+                + "</dd>" for term, sentences in entries) + "</dl>")
+            for term, sentences in entries:
+                texts += [term, *sentences]
         else:
             code = draw(st.lists(st.sampled_from(["x = 1", "    return x", "# comment", "def f(x):", ""]),
                                  min_size=1, max_size=5).map("\n".join)).strip("\n")

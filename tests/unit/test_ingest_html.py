@@ -83,3 +83,56 @@ def test_all_visible_words_are_kept() -> None:
     words = set(re.findall(r"\w+", tree.root.full_text()))
     for word in ("reimburses", "Trains", "luggage", "Mileage", "Germany", "Receipts", "receipts"):
         assert word in words
+
+
+def test_a_definition_term_heads_a_section_of_its_definition() -> None:
+    # DocBook's variable lists (Debian's users-and-groups page): the term names
+    # what its definition is about, so every leaf under it carries it.
+    tree = parse_html(
+        "<h2>Users</h2><dl>"
+        "<dt>games</dt><dd><p>Many games are sgid to games.</p><p>See Policy.</p></dd>"
+        "<dt>nobody</dt><dt>nogroup</dt><dd>Daemons that need not own files.</dd>"
+        "</dl><p>Some users have no group.</p>",
+        "x",
+    )
+    assert shape(tree.root) == [
+        (0, "document", None),
+        (1, "section", "Users"),
+        (2, "section", "games"),
+        (3, "paragraph", None),
+        (3, "paragraph", None),
+        (2, "section", "nobody / nogroup"),
+        (3, "paragraph", None),
+        (2, "paragraph", None),
+    ]
+    assert find(tree, "games").children[0].content == "Many games are sgid to games."
+    users = find(tree, "Users")
+    assert users.children[-1].content == "Some users have no group."
+
+
+def test_a_definition_list_inside_a_definition_nests_one_level_deeper() -> None:
+    tree = parse_html(
+        "<h1>API</h1><dl><dt>dumps(obj)</dt><dd><p>Serialize obj.</p>"
+        "<dl><dt>indent</dt><dd>Pretty-print.</dd></dl><p>Returns a str.</p></dd>"
+        "<dt>loads(s)</dt><dd>Parse s.</dd></dl>",
+        "x",
+    )
+    assert [(d, k, key) for d, k, key in shape(tree.root) if k == "section"] == [
+        (1, "section", "API"),
+        (2, "section", "dumps(obj)"),
+        (3, "section", "indent"),
+        (2, "section", "loads(s)"),
+    ]
+    assert [c.content for c in find(tree, "dumps(obj)").children if c.is_leaf] == [
+        "Serialize obj.",
+        "Returns a str.",
+    ]
+
+
+def test_terms_without_definitions_stay_one_paragraph() -> None:
+    # a table of contents written as a <dl> of links
+    tree = parse_html("<h1>Guide</h1><dl><dt>1. Intro</dt><dt>2. Usage</dt></dl><p>Text.</p>", "x")
+    assert [(c.kind, c.content) for c in tree.root.children[0].children] == [
+        ("paragraph", "1. Intro\n2. Usage"),
+        ("paragraph", "Text."),
+    ]
