@@ -8,8 +8,9 @@ variable lists and Sphinx's API entries name their subject only in the term,
 and a definition cut off from it ("Many games are sgid to games…" without
 "games") is a weak search target, while the term alone is a useless one.
 Text in ``script``/``style``/``nav``/``head`` (menus, code that is not
-content) is dropped; loose text outside any block still becomes a
-paragraph so nothing visible is lost.  Only the standard library's
+content), in ``role="navigation"`` landmarks and in the "¶" permalinks
+generators put in headings is dropped; loose text outside any block still
+becomes a paragraph so nothing visible is lost.  Only the standard library's
 ``html.parser`` is used: it tolerates the unclosed ``<p>``/``<li>`` tags real
 pages are full of.
 """
@@ -24,6 +25,11 @@ from hrag_pg.ingest._common import add_leaf, lone_title, open_section
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
 
 _IGNORED = frozenset({"script", "style", "nav", "head", "noscript", "template", "svg", "iframe"})
+#: ARIA landmarks that are ``<nav>`` by another name (Sphinx's sidebar and "related" bar).
+_SKIPPED_ROLES = frozenset({"navigation", "search"})
+#: Classes of the permalink anchors documentation generators put in headings ("¶"):
+#: Sphinx and Python-Markdown ``headerlink``, texinfo ``copiable-anchor`` (7: ``copiable-link``).
+_SKIPPED_CLASSES = frozenset({"headerlink", "copiable-anchor", "copiable-link"})
 _HEADINGS = {f"h{n}": n for n in range(1, 7)}
 #: Elements whose whole content is one leaf, and that leaf's kind.
 _CONTAINERS = {"pre": "code", "table": "table", "li": "item", "blockquote": "paragraph"}
@@ -86,6 +92,7 @@ class _TreeBuilder(HTMLParser):
         self.root = DraftNode(kind="document", content="")
         self.stack: list[tuple[int, DraftNode]] = [(0, self.root)]
         self.ignored = 0
+        self.skipped: list[tuple[str, int]] = []  # (tag, same-tag nesting) of the skipped element
         self.in_title = False
         self.page_title: list[str] = []
         self.top_titles: list[str] = []
@@ -101,8 +108,16 @@ class _TreeBuilder(HTMLParser):
         if tag == "title":
             self.in_title = True
             return
+        if self.skipped:
+            skipped_tag, nesting = self.skipped[-1]
+            if tag == skipped_tag:
+                self.skipped[-1] = (tag, nesting + 1)
+            return
         if tag == "body":
             self.ignored = 0  # pages that never close <head>
+        if not self.ignored and _skips(attrs):
+            self.skipped.append((tag, 1))
+            return
         if tag in _IGNORED:
             self.ignored += 1
             return
@@ -153,6 +168,14 @@ class _TreeBuilder(HTMLParser):
         return True
 
     def handle_endtag(self, tag: str) -> None:
+        if self.skipped:
+            if tag in ("body", "html"):  # a landmark never closed does not hide the rest of the page
+                self.skipped = []
+            elif tag == self.skipped[-1][0]:
+                nesting = self.skipped.pop()[1] - 1
+                if nesting:
+                    self.skipped.append((tag, nesting))
+            return
         if tag == "title":
             self.in_title = False
             return
@@ -193,7 +216,7 @@ class _TreeBuilder(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self.in_title:
             self.page_title.append(data)
-        elif self.ignored:
+        elif self.ignored or self.skipped:
             return
         elif self.container is not None:
             c = self.container
@@ -271,6 +294,16 @@ class _TreeBuilder(HTMLParser):
         self._flush_paragraph()
         self._terms_as_text()
         return self.root
+
+
+def _skips(attrs: list[tuple[str, str | None]]) -> bool:
+    """Whether an element is navigation or a permalink anchor, not content."""
+    for name, value in attrs:
+        if name == "role" and value in _SKIPPED_ROLES:
+            return True
+        if name == "class" and value and not _SKIPPED_CLASSES.isdisjoint(value.split()):
+            return True
+    return False
 
 
 def parse_html(text: str, source: str, *, title: str | None = None) -> DocumentTree:

@@ -136,3 +136,24 @@ def test_terms_without_definitions_stay_one_paragraph() -> None:
         ("paragraph", "1. Intro\n2. Usage"),
         ("paragraph", "Text."),
     ]
+
+
+def test_navigation_landmarks_and_heading_permalinks_are_not_content() -> None:
+    # Sphinx: a "related" bar and a sidebar with role="navigation", and a "¶"
+    # permalink in every heading and API term; texinfo: a copiable anchor.
+    tree = parse_html(
+        '<div class="related" role="navigation"><h3>Navigation</h3><ul><li>next</li></ul></div>'
+        '<div class="body"><h1>Policy<a class="headerlink" href="#p">¶</a></h1><p>Body.</p>'
+        '<dl><dt id="f">f(x)<a class="copiable-anchor" href="#f"> &para;</a></dt><dd>Does f.</dd></dl></div>'
+        '<div class="sphinxsidebar" role="navigation"><div><h3>Quick search</h3></div></div><p>Footer.</p>',
+        "x",
+    )
+    assert [key for _, kind, key in shape(tree.root) if kind == "section"] == ["Policy", "f(x)"]
+    text = tree.root.full_text()
+    assert "¶" not in text and "next" not in text and "Quick search" not in text
+    assert "Footer." in text  # what follows a skipped landmark is content again
+
+
+def test_an_unclosed_navigation_landmark_does_not_hide_the_rest_of_the_page() -> None:
+    tree = parse_html('<body><div role="navigation"><p>menu</body><p>after</p>', "x")
+    assert "after" in tree.root.full_text()
