@@ -605,8 +605,8 @@ def ingest_cmd(
         })
     else:
         for r in report.results:
-            console.print(f"{r.status:9} {r.source}  ({_plural(r.nodes, 'node')}, {r.embedded} embedded, "
-                          f"{r.reused} reused)")
+            console.print(f"{r.status:9} {r.source}  ({_plural(r.nodes, 'node')}, {r.embedded:,} embedded, "
+                          f"{r.reused:,} reused)")
         for p, why in report.skipped:
             console.print(styled(("skipped", "yellow"), f"   {p}: {why}"))
         for p, why in report.failed:
