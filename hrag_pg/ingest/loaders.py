@@ -99,6 +99,12 @@ def file_type_of(path: Path) -> str | None:
     return file_type
 
 
+def _is_plain_text(path: Path, file_type: str) -> bool:
+    """A text file that is not Markdown by name (.txt, README, NEWS): its lone title lines may be headings."""
+    return file_type == "markdown" and Path(path.name.lower().removesuffix(COMPRESSED_SUFFIX)).suffix not in (
+        ".md", ".markdown")
+
+
 def _is_doc_name(name: str) -> bool:
     """README, copyright, README.Debian, changelog.Debian.amd64 (lower-cased, without .gz); not install.sh."""
     stem, *qualifiers = name.split(".")
@@ -219,7 +225,9 @@ def load_document(
 
     ``strategy`` is one of "headings", "clauses", "pages", "code", "window";
     by default it follows the extension: .md/.markdown/.txt → headings (or
-    clauses when a line starts with 第N条 / Article N), .html/.htm → headings,
+    clauses when a line starts with 第N条 / Article N; in plain text without
+    Markdown headings, lines standing alone as headings count:
+    :mod:`hrag_pg.ingest.plaintext`), .html/.htm → headings,
     .pdf → pages, .py → code.  ``source`` defaults to the path as given.
     """
     path = Path(path)
@@ -248,7 +256,7 @@ def load_document(
         if strategy is None:
             strategy = "clauses" if looks_like_clauses(text) else "headings"
         parsers: dict[str, Callable[..., DocumentTree]] = {
-            "headings": parse_markdown,
+            "headings": functools.partial(parse_markdown, plain_headings=_is_plain_text(path, file_type)),
             "clauses": parse_clauses,
             "pages": parse_pages_text,
             "window": functools.partial(parse_window, parent_tokens=window_tokens),

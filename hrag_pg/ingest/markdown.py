@@ -26,6 +26,7 @@ import re
 
 from hrag_pg.ingest._common import LineReader, lone_title
 from hrag_pg.ingest._common import is_blank as _is_blank
+from hrag_pg.ingest.plaintext import PlainHeadings
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
 
 _FENCE_RE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
@@ -50,14 +51,33 @@ def _indent(line: str) -> int:
     return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
 
 
+def has_markdown_headings(lines: list[str]) -> bool:
+    """Whether any line is an ATX heading or a setext underline under a line of text."""
+    return any(
+        heading_of(line) is not None or (i and _SETEXT_UNDERLINE_RE.match(line) and lines[i - 1].strip())
+        for i, line in enumerate(lines)
+    )
+
+
 class _Reader(LineReader):
-    """Walks the lines once, appending nodes to the current section."""
+    """Walks the lines once, appending nodes to the current section.
+
+    With ``plain_headings`` (plain text without a Markdown heading) lines that
+    stand alone as headings open sections too (:mod:`hrag_pg.ingest.plaintext`).
+    """
+
+    def __init__(self, text: str, *, plain_headings: bool = False) -> None:
+        super().__init__(text)
+        self.plain = PlainHeadings(self.lines) if plain_headings and not has_markdown_headings(self.lines) else None
 
     def read(self) -> DraftNode:
         while self.i < len(self.lines):
             line = self.lines[self.i]
+            plain = self.plain.at(self.i) if self.plain is not None and not _is_blank(line) else None
             if _is_blank(line):
                 self.i += 1
+            elif plain is not None:
+                self._heading(self.i, self.i + 1, *plain)
             elif _FENCE_RE.match(line):
                 self._fence()
             elif heading_of(line):
@@ -192,15 +212,19 @@ class _Reader(LineReader):
         self._heading(start, self.i + 1, level, text)
 
 
-def parse_markdown(text: str, source: str, *, title: str | None = None) -> DocumentTree:
+def parse_markdown(text: str, source: str, *, title: str | None = None,
+                   plain_headings: bool = False) -> DocumentTree:
     """Build a heading tree from Markdown.
 
     The document title is ``title`` if given, else the text of its H1 if it
     has exactly one (see :func:`lone_title`).  Heading level L nests under
     the nearest earlier heading of level < L, so skipped levels (an H3
-    straight under an H1) are fine.
+    straight under an H1) are fine.  ``plain_headings`` is for plain text
+    (``.txt``, README, NEWS): if the text has no Markdown heading, lines that
+    stand alone as headings (``III. Reading``, ``Setup``) open sections; see
+    :mod:`hrag_pg.ingest.plaintext`.
     """
-    reader = _Reader(text)
+    reader = _Reader(text, plain_headings=plain_headings)
     root = reader.read()
     doc_title = title if title is not None else lone_title(reader.top_titles)
     root.title = doc_title
@@ -209,4 +233,4 @@ def parse_markdown(text: str, source: str, *, title: str | None = None) -> Docum
     )
 
 
-__all__ = ["heading_of", "parse_markdown"]
+__all__ = ["has_markdown_headings", "heading_of", "parse_markdown"]

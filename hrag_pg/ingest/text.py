@@ -29,7 +29,8 @@ from hrag_pg.ingest.tree import DocumentTree
 from hrag_pg.ingest.window import parse_window
 
 TextFormat = Literal["markdown", "text", "html", "rst"]
-#: ``text`` reads like a ``.txt`` file does (Markdown headings if any, else paragraphs);
+#: ``text`` reads like a ``.txt`` file does (Markdown headings if any, else lines standing
+#: alone as headings, see :mod:`hrag_pg.ingest.plaintext`);
 #: ``rst`` like a ``.rst`` file (reStructuredText section titles).
 FORMATS: tuple[str, ...] = ("markdown", "text", "html", "rst")
 
@@ -109,7 +110,7 @@ def load_text(
         if strategy is None:
             strategy = "clauses" if looks_like_clauses(text) else "headings"
         parsers: dict[str, Callable[..., DocumentTree]] = {
-            "headings": parse_markdown,
+            "headings": functools.partial(parse_markdown, plain_headings=format == "text"),
             "clauses": parse_clauses,
             "pages": parse_pages_text,
             "window": functools.partial(parse_window, parent_tokens=window_tokens),
