@@ -332,13 +332,18 @@ class EvalReport:
 
     def render(self) -> Any:
         """A rich Table: one row per kind."""
+        from rich import box
         from rich.table import Table
 
-        table = Table(title=f"{self.system} {_settings_text(self.settings)}".strip())
-        for column in ("kind", "n", "recall", "full", "tokens", "recall/1k tok", "p50 ms", "p95 ms"):
+        # short headers and a caption: ten columns fit an 80-column terminal (or a pipe) without "reca…"
+        table = Table(title=f"{self.system} {_settings_text(self.settings)}".strip(), box=box.SIMPLE_HEAD,
+                      show_edge=False, collapse_padding=True,
+                      caption="recall: share of the evidence found; full: questions with all of it; "
+                              "per 1k: recall per 1,000 tokens; @N: recall of the context cut at N tokens")
+        for column in ("kind", "n", "recall", "full", "tokens", "per 1k", "p50 ms", "p95 ms"):
             table.add_column(column, justify="left" if column == "kind" else "right")
         for budget in self.budgets:
-            table.add_column(f"recall@{budget}", justify="right")
+            table.add_column(f"@{budget:,}", justify="right")
         for kind in self.kinds:
             s = self.summary(kind)
             table.add_row(

@@ -209,4 +209,19 @@ def test_report_serialises_and_renders():
     console = Console(record=True, width=200)
     console.print(report.render())
     text = console.export_text()
-    assert "hrag-pg auto-merge" in text and "recall@2000" in text and "narrow" in text
+    assert "hrag-pg auto-merge" in text and "@2,000" in text and "narrow" in text
+
+
+def test_the_report_table_fits_an_80_column_terminal_without_cut_headers() -> None:
+    # a pipe or a default terminal is 80 columns: headers cut to "reca…" said nothing
+    q = Question("n1", "narrow", "?", ("needle",))
+    report = summarize("hrag-pg auto", [score_passages(q, ["needle " * 3000], 3.0, WordTruncator())],
+                       {"mode": "auto", "max_tokens": 2000, "collection": "a-long-collection-name"})
+    from rich.console import Console
+
+    console = Console(record=True, width=80)
+    console.print(report.render())
+    text = console.export_text()
+    assert "…" not in text
+    for header in ("kind", "recall", "full", "tokens", "per 1k", "p50 ms", "p95 ms", "@2,000", "@4,000"):
+        assert header in text
