@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from hrag_pg.ingest.tree import DraftNode
 
 _BLANK_LINE_RE = re.compile(r"\n[ \t\f\v\r]*\n")
+_Level = TypeVar("_Level", int, float)
 
 
 def normalise_text(text: str) -> str:
@@ -185,6 +186,18 @@ def has_leaf_text(root: DraftNode) -> bool:
     return any(leaf.content.strip() for leaf in root.leaves())
 
 
+def close_sections(stack: list[tuple[_Level, DraftNode]], level: _Level) -> DraftNode:
+    """Close the open sections at ``level`` or deeper; return the node a new section at ``level`` nests under.
+
+    ``stack`` holds (level, node) pairs from the root (level 0, never closed)
+    down, one per open heading: every reader that nests by heading level
+    (Markdown, HTML, numbered clauses) keeps its place in the tree this way.
+    """
+    while stack[-1][0] >= level:
+        stack.pop()
+    return stack[-1][1]
+
+
 def open_section(stack: list[tuple[int, DraftNode]], level: int, text: str, *,
                  content: str | None = None, separator: str = "\n\n") -> DraftNode:
     """Open a heading's section: close sections at this level or deeper, nest under the nearest shallower one.
@@ -194,10 +207,9 @@ def open_section(stack: list[tuple[int, DraftNode]], level: int, text: str, *,
     heading's text (title and key); ``content`` is the heading as written
     (Markdown keeps its ``#`` markers), by default ``text``.
     """
-    while stack[-1][0] >= level:
-        stack.pop()
+    parent = close_sections(stack, level)
     node = DraftNode(kind="section", content=text if content is None else content, title=text, key=text,
                      metadata={"level": level}, separator=separator)
-    add_child(stack[-1][1], node)
+    add_child(parent, node)
     stack.append((level, node))
     return node

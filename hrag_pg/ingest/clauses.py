@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from hrag_pg.ingest._common import TextCursor, add_child, normalise_text
+from hrag_pg.ingest._common import TextCursor, add_child, close_sections, normalise_text
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
 
 NUM = r"[0-9０-９〇零一二三四五六七八九十百千]+"
@@ -182,9 +182,7 @@ class _Builder:
              metadata: dict[str, object] | None = None) -> None:
         self.flush()
         node = self._heading_node(index, kind, title, key, metadata)
-        while self.stack[-1][0] >= level:
-            self.stack.pop()
-        add_child(self.stack[-1][1], node)
+        add_child(close_sections(self.stack, level), node)
         self.stack.append((level, node))
 
     def line(self, index: int, raw: str) -> None:

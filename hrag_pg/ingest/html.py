@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-from hrag_pg.ingest._common import add_leaf, lone_title, open_section
+from hrag_pg.ingest._common import add_leaf, close_sections, lone_title, open_section
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
 
 _IGNORED = frozenset({"script", "style", "nav", "head", "noscript", "template", "svg", "iframe"})
@@ -263,8 +263,7 @@ class _TreeBuilder(HTMLParser):
 
     def _close_terms(self, level: int) -> None:
         """Leave the term sections of a ``<dl>`` that ends: what follows belongs to the heading above it."""
-        while self.stack[-1][0] >= level:
-            self.stack.pop()
+        close_sections(self.stack, level)
 
     def _finish_container(self) -> None:
         c = self.container
