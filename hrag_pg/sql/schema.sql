@@ -2010,7 +2010,7 @@ CREATE INDEX nodes_collection_idx ON hrag.nodes USING btree (collection) WHERE (
 CREATE INDEX nodes_embedding_hnsw_idx ON hrag.nodes USING hnsw (embedding public.vector_cosine_ops) WITH (m='16', ef_construction='64');
 
 -- INDEX: nodes_lexical_terms_idx
-CREATE INDEX nodes_lexical_terms_idx ON hrag.nodes USING gin (lexical_terms) WHERE (lexical_terms IS NOT NULL);
+CREATE INDEX nodes_lexical_terms_idx ON hrag.nodes USING gin (lexical_terms) WITH (fastupdate=off) WHERE (lexical_terms IS NOT NULL);
 
 -- INDEX: nodes_metadata_idx
 CREATE INDEX nodes_metadata_idx ON hrag.nodes USING gin (metadata jsonb_path_ops);

@@ -128,6 +128,18 @@ def test_the_lexical_channel_reads_its_gin_index_not_the_table(conn: psycopg.Con
     assert after[1] == before[1], "no sequential scan of hrag.nodes"
 
 
+def test_ingested_rows_leave_no_pending_list_for_the_lexical_index_to_scan(conn: psycopg.Connection) -> None:
+    """GIN's fast update would park new entries in a list every query reads in full until VACUUM merges it.
+
+    gin_clean_pending_list merges that list and returns how many pages it held:
+    with the index taking rows directly (revision 0018) there is nothing to merge.
+    """
+    _haystack(conn, n_leaves=500)
+    conn.commit()
+    merged = conn.execute("SELECT gin_clean_pending_list('hrag.nodes_lexical_terms_idx'::regclass)").fetchone()
+    assert merged == (0,)
+
+
 def test_a_question_of_only_common_terms_adds_no_lexical_candidates(conn: psycopg.Connection) -> None:
     """Every term of it is in 2,000 leaves: the GIN index would return rows in no useful order, so it is not read.
 
