@@ -24,7 +24,13 @@
 -- list cleaned here is the local one (shards merge theirs at their next
 -- vacuum, and gather no new ones).
 
-ALTER INDEX hrag.nodes_lexical_terms_idx SET (fastupdate = off);
+-- (Through EXECUTE: Citus forwards a propagated DDL command's query string to
+-- the workers, and this file is sent as one string of several commands.)
+DO $$
+BEGIN
+    EXECUTE 'ALTER INDEX hrag.nodes_lexical_terms_idx SET (fastupdate = off)';
+END
+$$;
 
 -- Merge what is pending now, so the change takes effect at once.
 SELECT gin_clean_pending_list('hrag.nodes_lexical_terms_idx'::regclass);
