@@ -8,9 +8,15 @@ variable lists and Sphinx's API entries name their subject only in the term,
 and a definition cut off from it ("Many games are sgid to games…" without
 "games") is a weak search target, while the term alone is a useless one.
 Text in ``script``/``style``/``nav``/``head`` (menus, code that is not
-content), in ``role="navigation"`` landmarks and in the "¶" permalinks
-generators put in headings is dropped; loose text outside any block still
-becomes a paragraph so nothing visible is lost.  Only the standard library's
+content), in ``role="navigation"`` landmarks, in the navigation chrome that
+documentation generators mark only by class (DocBook's header, footer and
+table of contents, gtk-doc's and texinfo's "next/previous/up" bars) and in
+the "¶" permalinks they put in headings is dropped: a table of contents
+repeats every section title as a leaf of its own, and as a definition list
+it would even open sections named like the real ones.  A page that is
+nothing but navigation (a book's index page) keeps it, since it is then
+the page's content.  Loose text outside any block still becomes a paragraph
+so nothing visible is lost.  Only the standard library's
 ``html.parser`` is used: it tolerates the unclosed ``<p>``/``<li>`` tags real
 pages are full of.
 """
@@ -21,15 +27,38 @@ import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-from hrag_pg.ingest._common import add_leaf, close_sections, lone_title, open_section
+from hrag_pg.ingest._common import add_leaf, close_sections, has_leaf_text, lone_title, open_section
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
 
-_IGNORED = frozenset({"script", "style", "nav", "head", "noscript", "template", "svg", "iframe"})
+_IGNORED = frozenset({"script", "style", "head", "noscript", "template", "svg", "iframe"})
 #: ARIA landmarks that are ``<nav>`` by another name (Sphinx's sidebar and "related" bar).
-_SKIPPED_ROLES = frozenset({"navigation", "search"})
+_NAVIGATION_ROLES = frozenset({"navigation", "search"})
+#: Classes that mark navigation chrome: DocBook XSL's ``navheader``/``navfooter`` and
+#: ``toc``/``list-of-*`` blocks (valgrind's manual customises its bars as ``table.nav``),
+#: gtk-doc's ``navigation`` bar, texinfo 7's ``nav-panel``, breadcrumbs.
+#: (Not ``sidebar``: in DocBook that is content, a boxed aside.)
+_NAVIGATION_CLASSES = frozenset(
+    {
+        "navheader",
+        "navfooter",
+        "toc",
+        "list-of-tables",
+        "list-of-figures",
+        "list-of-examples",
+        "nav",
+        "navigation",
+        "nav-panel",
+        "breadcrumb",
+        "breadcrumbs",
+    }
+)
+#: Texinfo 6 puts its "Next: …, Previous: …, Up: …" bar in a ``div.header``, a class too
+#: common elsewhere to skip on every page: only on pages whose generator is makeinfo.
+_MAKEINFO_NAVIGATION_CLASSES = frozenset({"header"})
 #: Classes of the permalink anchors documentation generators put in headings ("¶"):
 #: Sphinx and Python-Markdown ``headerlink``, texinfo ``copiable-anchor`` (7: ``copiable-link``).
-_SKIPPED_CLASSES = frozenset({"headerlink", "copiable-anchor", "copiable-link"})
+#: They are never content, not even of a page that is all navigation.
+_PERMALINK_CLASSES = frozenset({"headerlink", "copiable-anchor", "copiable-link"})
 _HEADINGS = {f"h{n}": n for n in range(1, 7)}
 #: Elements whose whole content is one leaf, and that leaf's kind.
 _CONTAINERS = {"pre": "code", "table": "table", "li": "item", "blockquote": "paragraph"}
@@ -87,8 +116,10 @@ class _Container:
 
 
 class _TreeBuilder(HTMLParser):
-    def __init__(self) -> None:
+    def __init__(self, *, skip_navigation: bool = True) -> None:
         super().__init__(convert_charrefs=True)
+        self.skip_navigation = skip_navigation
+        self.navigation_classes = _NAVIGATION_CLASSES
         self.root = DraftNode(kind="document", content="")
         self.stack: list[tuple[int, DraftNode]] = [(0, self.root)]
         self.ignored = 0
@@ -108,6 +139,9 @@ class _TreeBuilder(HTMLParser):
         if tag == "title":
             self.in_title = True
             return
+        if tag == "meta":
+            self._read_generator(attrs)
+            return
         if self.skipped:
             skipped_tag, nesting = self.skipped[-1]
             if tag == skipped_tag:
@@ -115,7 +149,7 @@ class _TreeBuilder(HTMLParser):
             return
         if tag == "body":
             self.ignored = 0  # pages that never close <head>
-        if not self.ignored and _skips(attrs):
+        if not self.ignored and self._skips(tag, attrs):
             self.skipped.append((tag, 1))
             return
         if tag in _IGNORED:
@@ -228,6 +262,24 @@ class _TreeBuilder(HTMLParser):
         else:
             self.buffer.append(_SPACE_RE.sub(" ", data))
 
+    def _read_generator(self, attrs: list[tuple[str, str | None]]) -> None:
+        values = {name: value or "" for name, value in attrs}
+        if values.get("name", "").lower() == "generator" and values.get("content", "").startswith("makeinfo"):
+            self.navigation_classes = _NAVIGATION_CLASSES | _MAKEINFO_NAVIGATION_CLASSES
+
+    def _skips(self, tag: str, attrs: list[tuple[str, str | None]]) -> bool:
+        """Whether an element is a permalink anchor, or navigation while that is skipped."""
+        navigation = tag == "nav"
+        for name, value in attrs:
+            if name == "role" and value in _NAVIGATION_ROLES:
+                navigation = True
+            elif name == "class" and value:
+                classes = set(value.split())
+                if not classes.isdisjoint(_PERMALINK_CLASSES):
+                    return True
+                navigation = navigation or not classes.isdisjoint(self.navigation_classes)
+        return navigation and self.skip_navigation
+
     # -- node building --------------------------------------------------------
     @property
     def current(self) -> DraftNode:
@@ -295,16 +347,6 @@ class _TreeBuilder(HTMLParser):
         return self.root
 
 
-def _skips(attrs: list[tuple[str, str | None]]) -> bool:
-    """Whether an element is navigation or a permalink anchor, not content."""
-    for name, value in attrs:
-        if name == "role" and value in _SKIPPED_ROLES:
-            return True
-        if name == "class" and value and not _SKIPPED_CLASSES.isdisjoint(value.split()):
-            return True
-    return False
-
-
 def parse_html(text: str, source: str, *, title: str | None = None) -> DocumentTree:
     """Build a heading tree from an HTML page.
 
@@ -315,6 +357,10 @@ def parse_html(text: str, source: str, *, title: str | None = None) -> DocumentT
     builder = _TreeBuilder()
     builder.feed(text)
     root = builder.finish()
+    if not has_leaf_text(root):  # a page of navigation only: that is its content
+        builder = _TreeBuilder(skip_navigation=False)
+        builder.feed(text)
+        root = builder.finish()
     page_title = _SPACE_RE.sub(" ", "".join(builder.page_title)).strip() or None
     doc_title = title if title is not None else (lone_title(builder.top_titles) or page_title)
     root.title = doc_title

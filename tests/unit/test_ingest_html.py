@@ -157,3 +157,54 @@ def test_navigation_landmarks_and_heading_permalinks_are_not_content() -> None:
 def test_an_unclosed_navigation_landmark_does_not_hide_the_rest_of_the_page() -> None:
     tree = parse_html('<body><div role="navigation"><p>menu</body><p>after</p>', "x")
     assert "after" in tree.root.full_text()
+
+
+def test_docbook_navigation_bars_and_table_of_contents_are_not_content() -> None:
+    # DocBook XSL (valgrind's, PostgreSQL's and many GNU manuals): a header and
+    # footer bar of tables, and a table of contents as a <dl> of section titles
+    # that must not open sections named like the real ones.
+    tree = parse_html(
+        '<div class="navheader"><table><tr><td>Prev</td><td>Up</td></tr></table></div>'
+        '<div class="chapter"><h1>2. Using the core</h1>'
+        '<div class="toc"><p><b>Table of Contents</b></p><dl class="toc">'
+        '<dt><span class="sect1"><a href="#a">2.1. What it does</a></span></dt>'
+        '<dd><dl><dt><a href="#b">2.1.1. Details</a></dt></dl></dd></dl></div>'
+        '<h2>2.1. What it does</h2><p>It checks memory.</p>'
+        '<div class="sidebar"><p>A boxed aside is content.</p></div></div>'
+        '<table class="nav"><tr><td>&lt;&lt; 1. Introduction</td><td>Home</td></tr></table>'
+        '<div class="navfooter"><p>Next: 3. Advanced topics</p></div>',
+        "x",
+    )
+    assert [key for _, kind, key in shape(tree.root) if kind == "section"] == [
+        "2. Using the core",
+        "2.1. What it does",
+    ]
+    text = tree.root.full_text()
+    assert "Table of Contents" not in text and "Prev" not in text and "Introduction" not in text
+    assert "Next:" not in text and "2.1.1. Details" not in text
+    assert "It checks memory." in text and "A boxed aside is content." in text
+
+
+def test_texinfo_navigation_bars_are_not_content() -> None:
+    body = ('<div class="{cls}"><p>Next: <a href="n.html">Multiple ABIs</a>, Up: Using libffi</p></div>'
+            '<h3>2.3 Types</h3><p>Every type has a descriptor.</p>')
+    makeinfo_6 = parse_html('<head><meta name="Generator" content="makeinfo"></head>' + body.format(cls="header"), "x")
+    makeinfo_7 = parse_html(body.format(cls="nav-panel"), "x")
+    for tree in (makeinfo_6, makeinfo_7):
+        assert "Next:" not in tree.root.full_text()
+        assert "Every type has a descriptor." in tree.root.full_text()
+    # another generator's div.header is content: only makeinfo's is its navigation bar
+    assert "Next:" in parse_html(body.format(cls="header"), "x").root.full_text()
+
+
+def test_a_page_that_is_only_navigation_keeps_it_as_its_content() -> None:
+    # a book's index page: its table of contents is all there is to ingest
+    tree = parse_html(
+        '<nav><a class="headerlink">¶</a><ul><li>Chapter 1</li></ul></nav>'
+        '<div class="toc"><dl><dt>1. Introduction</dt><dt>2. Using the core</dt></dl></div>',
+        "x",
+    )
+    text = tree.root.full_text()
+    assert "Chapter 1" in text and "1. Introduction" in text and "2. Using the core" in text
+    assert "¶" not in text
+    assert_leaves_nonempty(tree)
