@@ -66,6 +66,7 @@ _ABBREVIATIONS = frozenset(
     ]
 )
 _TRAILING_SPACE_RE = re.compile(r"\s*")
+_BLANK_LINES_RE = re.compile(r"\n[ \t]*\n\s*")
 
 _NUMBER_RE = re.compile(
     r"[0-9０-９]|[〇一二三四五六七八九十百千万億]+(?:円|日|か月|ヶ月|カ月|箇月|年|時間|分|人|回|件|桁|割|%|％)"
@@ -100,8 +101,24 @@ def sentence_spans(text: str) -> list[str]:
 
     Ends: Japanese 。！？ (and closing brackets after them) anywhere; English
     ``. ! ?`` only when followed by whitespace or the end, so decimals (3.5)
-    and "e.g." do not end a sentence.
+    and "e.g." do not end a sentence; and a blank line: a docstring's or a
+    list item's paragraphs are not one sentence.  Not a blank line after a
+    colon, though: a lead-in ("For example:", "Decoding JSON::") stays with
+    what it introduces.
     """
+    pieces: list[str] = []
+    start = 0
+    for blank in _BLANK_LINES_RE.finditer(text):
+        if text[: blank.start()].rstrip().endswith(":"):
+            continue
+        pieces.extend(_block_sentences(text[start : blank.end()]))
+        start = blank.end()
+    pieces.extend(_block_sentences(text[start:]))
+    return pieces
+
+
+def _block_sentences(text: str) -> list[str]:
+    """Sentences of a block without blank lines (see :func:`sentence_spans`)."""
     pieces: list[str] = []
     start = 0
     for match in _SENTENCE_END_RE.finditer(text):
@@ -134,7 +151,9 @@ def split_text(
     """Pieces of at most ``max_tokens`` whose concatenation is ``text``.
 
     Whole sentences (or lines, for code) are packed greedily; a sentence
-    longer than the budget is cut between words (:func:`split_tokens`).
+    longer than the budget is cut between its lines if it has several (the
+    ``>>>`` lines of a docstring's example, the lines of a nested list), and
+    a line longer than the budget between words (:func:`split_tokens`).
     """
     if counter.count(text) <= max_tokens:
         return [text]
@@ -150,7 +169,10 @@ def split_text(
         if part_tokens > max_tokens:
             if current:
                 pieces.append(current)
-            *whole, current = split_tokens(part, max_tokens, counter)
+            if not by_lines and "\n" in part.strip():
+                *whole, current = split_text(part, max_tokens, counter, by_lines=True)
+            else:
+                *whole, current = split_tokens(part, max_tokens, counter)
             pieces.extend(whole)
             current_tokens = counter.count(current)
             continue

@@ -103,6 +103,27 @@ def test_sentence_spans_do_not_split_abbreviations_decimals_or_list_numbers() ->
     assert "".join(sentence_spans(text)) == text
 
 
+def test_a_blank_line_ends_a_sentence_unless_a_lead_in_colon_precedes_it() -> None:
+    text = "Encoding basic objects\n\nDecoding JSON::\n\n    >>> json.loads('[1]')\n    [1]\n\nDone"
+    assert sentence_spans(text) == [
+        "Encoding basic objects\n\n",
+        "Decoding JSON::\n\n    >>> json.loads('[1]')\n    [1]\n\n",
+        "Done",
+    ]
+
+
+def test_a_long_prose_leaf_of_many_lines_is_cut_between_lines_not_mid_line() -> None:
+    # a module docstring's doctest, a Markdown table or link list read as one paragraph:
+    # no sentence ends in it, so the old cut fell between words in the middle of a line
+    lines = [f"    >>> json.dumps({{'key_{i}': [{i}, {i + 1}]}}, sort_keys=True)" for i in range(30)]
+    text = "Pretty printing:\n" + "\n".join(lines)
+    tree = split_paragraphs(one_leaf_tree(text), max_tokens=60, counter=counter)
+    pieces = [p.content for p in tree.root.children]
+    assert len(pieces) > 1 and "".join(pieces) == text
+    assert all(counter.count(piece) <= 60 for piece in pieces)
+    assert all(piece.endswith("\n") for piece in pieces[:-1])  # every cut at a line end
+
+
 def test_sentence_groups_hold_at_most_group_sentences() -> None:
     text = "One. Two. Three. Four. Five."
     tree = split_sentences(one_leaf_tree(text), group=2)
