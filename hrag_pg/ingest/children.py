@@ -109,7 +109,8 @@ def sentence_spans(text: str) -> list[str]:
     pieces: list[str] = []
     start = 0
     for blank in _BLANK_LINES_RE.finditer(text):
-        if text[: blank.start()].rstrip().endswith(":"):
+        line_start = text.rfind("\n", 0, blank.start()) + 1  # the line before the blank, not all text so far
+        if text[line_start : blank.start()].rstrip().endswith(":"):
             continue
         pieces.extend(_block_sentences(text[start : blank.end()]))
         start = blank.end()
