@@ -494,6 +494,27 @@ $$;
 -- COMMENT: FUNCTION _drop_invalid_vector_indexes()
 COMMENT ON FUNCTION hrag._drop_invalid_vector_indexes() IS 'internal: used by repair_integrity, not part of the API';
 
+-- FUNCTION: _ef_search(integer)
+CREATE FUNCTION hrag._ef_search(k integer) RETURNS integer
+    LANGUAGE plpgsql STABLE
+    AS $$
+DECLARE
+    floor_depth double precision := hrag._setting('hrag.ef_search', 100);
+BEGIN
+    -- (pgvector accepts 1 to 1000)
+    IF floor_depth < 1 OR floor_depth > 1000 OR floor_depth <> trunc(floor_depth) THEN
+        RAISE EXCEPTION 'hrag: setting hrag.ef_search must be a whole number between 1 and 1000, got %', floor_depth
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- (hnsw.ef_search exists once pgvector is loaded in this session; 40 is its default)
+    RETURN least(greatest(coalesce(nullif(current_setting('hnsw.ef_search', true), '')::integer, 40),
+                          k, floor_depth::integer), 1000);
+END
+$$;
+
+-- COMMENT: FUNCTION _ef_search(k integer)
+COMMENT ON FUNCTION hrag._ef_search(k integer) IS 'internal: the HNSW search depth for k hits, max(hnsw.ef_search, k, hrag.ef_search (default 100)), not part of the API';
+
 -- FUNCTION: _is_member_of(name)
 CREATE FUNCTION hrag._is_member_of(role_name name) RETURNS boolean
     LANGUAGE sql STABLE
@@ -1776,11 +1797,15 @@ DECLARE
     parents uuid[];
     docs    uuid[];
     sims    real[];
+    depth   integer;
+    caller  text;
 BEGIN
     PERFORM hrag._check_query(query, filter);
     PERFORM hrag._check_count(k, 'k');
-    IF current_setting('hnsw.ef_search')::integer < k THEN
-        PERFORM set_config('hnsw.ef_search', k::text, true);
+    depth := hrag._ef_search(k);
+    caller := current_setting('hnsw.ef_search');
+    IF caller::integer <> depth THEN
+        PERFORM set_config('hnsw.ef_search', depth::text, true);
     END IF;
 
     SELECT array_agg(hit.id ORDER BY hit.distance, hit.id),
@@ -1799,6 +1824,11 @@ BEGIN
                                   AND (d.metadata || n.metadata) @> search_leaves.filter))
              ORDER BY n.embedding <=> query
              LIMIT k) AS hit;
+    -- The caller's depth again: a SET LOCAL inside a function lasts to the
+    -- end of the transaction (only the SET clause above is undone on return).
+    IF caller::integer <> depth THEN
+        PERFORM set_config('hnsw.ef_search', caller, true);
+    END IF;
 
     IF coalesce(cardinality(ids), 0) >= k THEN
         RETURN QUERY SELECT * FROM unnest(ids, parents, docs, sims);

@@ -441,10 +441,11 @@ REFUSED: dict[str, str] = {
 #: Functions that cannot return anyone's rows, and why.  Each must be IMMUTABLE (so it
 #: reads no table) unless listed in READS_NO_TABLE: a change that made one read tables fails.
 READS_NO_TABLE = {"hrag._vector_index_state()", "hrag._drop_invalid_vector_indexes()",
-                  "hrag._setting(text,double precision)", "hrag._is_member_of(name)",
+                  "hrag._setting(text,double precision)", "hrag._ef_search(integer)", "hrag._is_member_of(name)",
                   "hrag.distribute(integer)"}
 NO_ROWS: dict[str, str] = {
     "hrag._setting(text,double precision)": "reads one session setting (current_setting), no table",
+    "hrag._ef_search(integer)": "a number from its argument and two session settings, no table",
     "hrag._is_member_of(name)": "reads pg_roles (is the caller a member of a role), no tenant rows",
     "hrag.distribute(integer)": ("returns table names and what it did; refuses without Citus, and on Citus "
                                  "distributing a table needs its owner"),
