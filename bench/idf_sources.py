@@ -10,8 +10,9 @@ document frequency (how many search targets of the collection contain it):
   by the writer in the document's own transaction; a query sums a few index
   rows per term (``hrag._term_weights``).
 * **counted**: count the matching search targets through the GIN index on
-  ``nodes.lexical_terms`` at query time (``count(*) WHERE lexical_terms @>
-  ARRAY[term]``): nothing to maintain, but the cost grows with the term's
+  ``nodes.lexical_hashes`` at query time (``count(*) WHERE lexical_hashes @>
+  ARRAY[term_hash(term)]``; before revision 0020 the same on
+  ``lexical_terms``): nothing to maintain, but the cost grows with the term's
   frequency.
 
 For every question of the set, both are computed for the question's terms
@@ -45,7 +46,7 @@ PASSES = 5
 MAINTAINED = "SELECT term, df FROM hrag._term_weights(hrag.lexical_terms(%(q)s), %(c)s)"
 COUNTED = """
 SELECT q.term, (SELECT count(*) FROM hrag.nodes n
-                 WHERE n.lexical_terms @> ARRAY[q.term]
+                 WHERE n.lexical_hashes @> ARRAY[hrag.term_hash(q.term)]
                    AND n.embedding IS NOT NULL
                    AND n.collection = %(c)s) AS df
   FROM unnest(hrag.lexical_terms(%(q)s)) AS q(term)

@@ -1683,7 +1683,8 @@ DECLARE
     terms      text[] := '{}';
     idfs       real[] := '{}';
     total      real := 0;
-    rare       text[] := '{}';
+    hashes     bigint[] := '{}';
+    rare       bigint[] := '{}';
     rare_df    bigint := 0;
     weight     real;
     term_row   record;
@@ -1707,10 +1708,11 @@ BEGIN
         -- rarest first: a term joins the rare set while the set stays within rare_cap leaves
         FOR term_row IN SELECT * FROM hrag._term_weights(hrag.lexical_terms(query_text), collection) LOOP
             terms := terms || term_row.term;
+            hashes := hashes || hrag.term_hash(term_row.term);
             idfs := idfs || term_row.idf;
             total := total + term_row.idf;
             IF rare_df + term_row.df <= rare_cap THEN
-                rare := rare || term_row.term;
+                rare := rare || hrag.term_hash(term_row.term);
                 rare_df := rare_df + term_row.df;
             END IF;
         END LOOP;
@@ -1724,11 +1726,11 @@ BEGIN
     ),
     -- Leaves holding a rare term, through the GIN index (at most rare_cap rows).
     lexical_hit AS (
-        SELECT n.id AS node_id, n.parent_id, n.document_id, n.lexical_terms
+        SELECT n.id AS node_id, n.parent_id, n.document_id, n.lexical_hashes
           FROM hrag.nodes n
          WHERE cardinality(rare) > 0
-           AND n.lexical_terms && rare
-           AND n.lexical_terms IS NOT NULL
+           AND n.lexical_hashes && rare
+           AND n.lexical_hashes IS NOT NULL
            -- (not `n.embedding IS NOT NULL`: that matches the collection index's
            -- predicate, and a generic plan then ANDs in a scan of that whole index)
            AND coalesce(n.embedding IS NOT NULL, false)
@@ -1740,10 +1742,11 @@ BEGIN
                               AND (d.metadata || n.metadata) @> search_hybrid.filter))
          LIMIT rare_cap
     ),
-    -- Their coverage of the question's terms (IDF-weighted).
+    -- Their coverage of the question's terms (IDF-weighted), compared as
+    -- hashes: integers compare at a fraction of the cost of text.
     lexical_scored AS (
         SELECT l.node_id, l.parent_id, l.document_id,
-               ((SELECT sum(w.idf) FROM unnest(terms, idfs) AS w(term, idf) WHERE w.term = ANY (l.lexical_terms))
+               ((SELECT sum(w.idf) FROM unnest(hashes, idfs) AS w(hash, idf) WHERE w.hash = ANY (l.lexical_hashes))
                 / total)::real AS lexical_score
           FROM lexical_hit l
     ),
@@ -1755,8 +1758,8 @@ BEGIN
     vector_scored AS (
         SELECT v.node_id, v.parent_id, v.document_id, v.vector_score,
                (CASE WHEN total > 0
-                     THEN coalesce((SELECT sum(w.idf) FROM unnest(terms, idfs) AS w(term, idf)
-                                     WHERE w.term = ANY (n.lexical_terms)), 0) / total
+                     THEN coalesce((SELECT sum(w.idf) FROM unnest(hashes, idfs) AS w(hash, idf)
+                                     WHERE w.hash = ANY (n.lexical_hashes)), 0) / total
                      ELSE 0 END)::real AS lexical_score
           FROM vector_hit v
           JOIN hrag.nodes n ON n.document_id = v.document_id AND n.id = v.node_id
@@ -1861,6 +1864,27 @@ $$;
 -- COMMENT: FUNCTION search_leaves(query public.vector, k integer, collection text, filter jsonb)
 COMMENT ON FUNCTION hrag.search_leaves(query public.vector, k integer, collection text, filter jsonb) IS 'The ANN step: the k embedded nodes nearest the query (cosine), collection and metadata filters inside the HNSW scan';
 
+-- FUNCTION: term_hash(text)
+CREATE FUNCTION hrag.term_hash(term text) RETURNS bigint
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$
+    SELECT hashtextextended(term, 0)
+$$;
+
+-- COMMENT: FUNCTION term_hash(term text)
+COMMENT ON FUNCTION hrag.term_hash(term text) IS 'The 64-bit hash of a search term, as stored in nodes.lexical_hashes';
+
+-- FUNCTION: term_hashes(text[])
+CREATE FUNCTION hrag.term_hashes(terms text[]) RETURNS bigint[]
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$
+    SELECT coalesce(array_agg(hrag.term_hash(t.term) ORDER BY t.ord), '{}')
+      FROM unnest(terms) WITH ORDINALITY AS t(term, ord)
+$$;
+
+-- COMMENT: FUNCTION term_hashes(terms text[])
+COMMENT ON FUNCTION hrag.term_hashes(terms text[]) IS 'The hashes of search terms, in their order (nodes.lexical_hashes of nodes.lexical_terms)';
+
 -- FUNCTION: visible_collections()
 CREATE FUNCTION hrag.visible_collections() RETURNS text[]
     LANGUAGE sql STABLE
@@ -1953,6 +1977,11 @@ END) STORED,
 
 '::text NOT NULL,
     subtree_tokens integer DEFAULT 0 NOT NULL,
+    lexical_hashes bigint[] GENERATED ALWAYS AS (
+CASE
+    WHEN (embedding IS NOT NULL) THEN hrag.term_hashes(hrag.node_lexical_terms(heading_path, content, metadata))
+    ELSE NULL::bigint[]
+END) STORED,
     CONSTRAINT nodes_child_count_check CHECK ((child_count >= 0)),
     CONSTRAINT nodes_depth_check CHECK ((depth >= 0)),
     CONSTRAINT nodes_kind_check CHECK ((kind ~ '^[a-z][a-z0-9_]*$'::text)),
@@ -2039,8 +2068,8 @@ CREATE INDEX nodes_collection_idx ON hrag.nodes USING btree (collection) WHERE (
 -- INDEX: nodes_embedding_hnsw_idx
 CREATE INDEX nodes_embedding_hnsw_idx ON hrag.nodes USING hnsw (embedding public.vector_cosine_ops) WITH (m='16', ef_construction='64');
 
--- INDEX: nodes_lexical_terms_idx
-CREATE INDEX nodes_lexical_terms_idx ON hrag.nodes USING gin (lexical_terms) WITH (fastupdate=off) WHERE (lexical_terms IS NOT NULL);
+-- INDEX: nodes_lexical_hashes_idx
+CREATE INDEX nodes_lexical_hashes_idx ON hrag.nodes USING gin (lexical_hashes) WITH (fastupdate=off) WHERE (lexical_hashes IS NOT NULL);
 
 -- INDEX: nodes_metadata_idx
 CREATE INDEX nodes_metadata_idx ON hrag.nodes USING gin (metadata jsonb_path_ops);

@@ -99,7 +99,7 @@ def _scan_counts(conn: psycopg.Connection) -> tuple[int, int]:
     """Scans of the lexical GIN index, and sequential scans of hrag.nodes (the planner's other way to a term)."""
     conn.execute("SELECT pg_stat_clear_snapshot()")
     row = conn.execute(
-        "SELECT (SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'nodes_lexical_terms_idx'), "
+        "SELECT (SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'nodes_lexical_hashes_idx'), "
         "(SELECT seq_scan FROM pg_stat_user_tables WHERE schemaname = 'hrag' AND relname = 'nodes')"
     ).fetchone()
     assert row is not None
@@ -124,7 +124,7 @@ def test_the_lexical_channel_reads_its_gin_index_not_the_table(conn: psycopg.Con
     before = _scan_counts(conn)
     conn.execute("SELECT * FROM hrag.search_hybrid(%s, %s, 12)", (QUERY, QUESTION)).fetchall()
     after = _scan_counts_after_flush(conn, before)
-    assert after[0] > before[0], "the GIN index on lexical_terms was scanned"
+    assert after[0] > before[0], "the GIN index on lexical_hashes was scanned"
     assert after[1] == before[1], "no sequential scan of hrag.nodes"
 
 
@@ -136,7 +136,7 @@ def test_ingested_rows_leave_no_pending_list_for_the_lexical_index_to_scan(conn:
     """
     _haystack(conn, n_leaves=500)
     conn.commit()
-    merged = conn.execute("SELECT gin_clean_pending_list('hrag.nodes_lexical_terms_idx'::regclass)").fetchone()
+    merged = conn.execute("SELECT gin_clean_pending_list('hrag.nodes_lexical_hashes_idx'::regclass)").fetchone()
     assert merged == (0,)
 
 
@@ -159,6 +159,39 @@ def test_a_question_of_only_common_terms_adds_no_lexical_candidates(conn: psycop
     after = _scan_counts_after_flush(conn, before)
     assert after[0] - before[0] == 1, "only the question with a rare term read the lexical index"
     assert after[1] == before[1], "and neither question scanned hrag.nodes for lexical candidates"
+
+
+def test_each_leaf_stores_the_hashes_of_its_terms_in_their_order(conn: psycopg.Connection) -> None:
+    """lexical_hashes is generated beside lexical_terms; a node without an embedding has neither."""
+    _haystack(conn, 100)
+    mismatched = conn.execute(
+        "SELECT count(*) FROM hrag.nodes "
+        "WHERE lexical_hashes IS DISTINCT FROM hrag.term_hashes(lexical_terms)").fetchone()[0]
+    assert mismatched == 0
+    leaves, hashed = conn.execute(
+        "SELECT count(*) FILTER (WHERE embedding IS NOT NULL), count(lexical_hashes) FROM hrag.nodes").fetchone()
+    assert leaves == hashed == 102
+    assert conn.execute("SELECT hrag.term_hashes(ARRAY['b', 'a']) = ARRAY[hrag.term_hash('b'), hrag.term_hash('a')], "
+                        "hrag.term_hash('a') <> hrag.term_hash('b')").fetchone() == (True, True)
+
+
+def test_lexical_scores_over_hashes_equal_the_idf_share_of_the_question_terms_each_leaf_holds(
+    conn: psycopg.Connection,
+) -> None:
+    """The oracle compares the texts (as revisions before 0020 did) with the same IDF weights."""
+    _haystack(conn, 300)
+    question = "Does --track-origins show the origin of a request in a memcheck section?"
+    rows = conn.execute("SELECT node_id, lexical_score FROM hrag.search_hybrid(%s, %s, 40)",
+                        (QUERY, question)).fetchall()
+    expected = dict(conn.execute(
+        "WITH w AS (SELECT term, idf FROM hrag._term_weights(hrag.lexical_terms(%s), NULL)) "
+        "SELECT n.id, ((SELECT sum(w.idf) FROM w WHERE w.term = ANY (n.lexical_terms)) "
+        "              / (SELECT sum(idf) FROM w))::real "
+        "  FROM hrag.nodes n WHERE n.id = ANY (%s)",
+        (question, [r[0] for r in rows])).fetchall())
+    assert len(rows) == 40 and any(score > 0.5 for _, score in rows)
+    assert {node: round(score, 5) for node, score in rows} == {
+        node: round(expected[node] or 0.0, 5) for node, _ in rows}
 
 
 def test_statistics_follow_reingestion_and_deletion(conn: psycopg.Connection) -> None:

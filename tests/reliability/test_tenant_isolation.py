@@ -53,7 +53,7 @@ BRAVO-SECRET: payroll runs on the 25th from the bravo account.
 #: Every hrag function a reader or tenant calls to retrieve (all must be SECURITY INVOKER).
 RETRIEVAL_FUNCTIONS = {
     "search_leaves", "search_hybrid", "parent_child", "parent_child_hits", "auto_merge", "auto_merge_hits",
-    "node_text", "check_integrity", "lexical_terms", "visible_collections",
+    "node_text", "check_integrity", "lexical_terms", "term_hash", "visible_collections",
 }
 
 
@@ -457,6 +457,8 @@ NO_ROWS: dict[str, str] = {
     "hrag._check_threshold(real)": "argument validator of a number",
     "hrag.lexical_terms(text)": "tokenises its text argument",
     "hrag.node_lexical_terms(text[],text,jsonb)": "tokenises the heading path, text and metadata it is given",
+    "hrag.term_hash(text)": "hashes its text argument",
+    "hrag.term_hashes(text[])": "hashes the terms it is given",
 }
 
 
