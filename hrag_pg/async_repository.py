@@ -3,7 +3,7 @@
 Concurrent retrievals each borrow their own connection (up to ``max_size``),
 so sixteen ``aretrieve`` calls run side by side instead of queueing on one
 locked connection.  A connection a failure broke is discarded when returned,
-so the next call gets a fresh one.  A pool belongs to the event loop that opened it; called from
+and a read whose pooled connection had died runs once more (see ``_fetch``).  A pool belongs to the event loop that opened it; called from
 another loop (say, a second ``asyncio.run``) the repository opens a new pool
 for that loop.  Writes stay on the sync repository: ingestion is CPU-bound
 embedding work, not I/O.
@@ -22,7 +22,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from . import queries
 from .db import connection_error, libpq_url, operational_error
-from .errors import from_database
+from .errors import ConnectionLost, from_database
 from .models import RetrievalResult, SearchHit
 from .repository import hits_arrays, to_hit, to_result
 
@@ -74,7 +74,28 @@ class AsyncRepository:
         return self._pool
 
     async def _fetch(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """One read statement on a pooled connection (the pool does not ping it first).
+
+        A pooled connection can have died since its last use (the server
+        restarted, its backend was terminated); then the pool's idle
+        connections are checked, dropping the dead ones, and the statement
+        runs once more, which a read allows.  If that fails too, the caller
+        gets the first failure.
+        """
         pool = await self.pool()
+        try:
+            return await self._fetch_once(pool, sql, params)
+        except ConnectionLost as lost:
+            if not lost.dead_connection:
+                raise
+            first = lost
+        await pool.check()
+        try:
+            return await self._fetch_once(pool, sql, params)
+        except ConnectionLost:
+            raise first from None
+
+    async def _fetch_once(self, pool: AsyncConnectionPool, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         try:
             async with pool.connection() as conn:
                 try:
@@ -83,9 +104,12 @@ class AsyncRepository:
                         return await cur.fetchall()
                 except psycopg.errors.DataError as exc:
                     raise from_database(exc) from exc
+                except psycopg.OperationalError as exc:
+                    # (the pool discards the broken connection when it is returned)
+                    raise operational_error(self.url, exc, dead_connection=conn.broken or conn.closed) from exc
         except psycopg.OperationalError as exc:
-            # A server restart, a terminated backend, a cancelled statement or no free
-            # connection in time: one clear sentence; the pool replaces broken connections.
+            # A server restart, a cancelled statement or no free connection in time:
+            # one clear sentence.
             raise operational_error(self.url, exc) from exc
 
     async def search(self, search: queries.Search, k: int = 20) -> list[SearchHit]:

@@ -35,8 +35,15 @@ class InvalidArgument(HragError, ValueError):
 class ConnectionLost(HragError):
     """The connection to PostgreSQL broke during a call (server restart, killed backend).
 
-    The call did not complete; the next call reconnects (the pool pings first).
+    The call did not complete; the next call reconnects (a checkout pings first, and a read
+    whose unpinged connection turns out dead runs again on a pinged one).
+    ``dead_connection`` says whether the connection itself is closed or
+    broken (so a read may be repeated on another one), not just the statement.
     """
+
+    def __init__(self, message: str, *, dead_connection: bool = False) -> None:
+        super().__init__(message)
+        self.dead_connection = dead_connection
 
 
 class QueryCancelled(HragError):

@@ -41,9 +41,17 @@ from psycopg.types.json import Jsonb
 from sqlalchemy.engine import Engine
 
 from . import migrate, queries
-from .db import connection_error, operational_error
+from .db import connection_error, operational_error, unpinged_checkout
 from .embedding import Embedder, check_vectors
-from .errors import EmbeddingError, IngestError, InvalidArgument, SchemaError, from_database
+from .errors import (
+    ConfigurationError,
+    ConnectionLost,
+    EmbeddingError,
+    IngestError,
+    InvalidArgument,
+    SchemaError,
+    from_database,
+)
 from .ingest.flatten import FILE_PATH_KEY, FlatDocument
 from .models import IngestResult, Node, RetrievalResult, SearchHit
 
@@ -500,29 +508,35 @@ class Repository:
         return [r["collection"] for r in rows]
 
     @contextmanager
-    def _reading(self) -> Iterator[sa.Connection]:
+    def _reading(self, *, ping: bool = True) -> Iterator[sa.Connection]:
         """A pooled connection for one read, with driver failures as clear errors.
 
         Failing to connect is a ConfigurationError naming the server; failing
         during the call (server restart, terminated backend, statement_timeout,
         a cancel request) is ConnectionLost or QueryCancelled.  A connection the
-        failure broke is invalidated so the pool drops it quietly; pool_pre_ping
-        makes the next call reconnect.
+        failure broke is invalidated so the pool drops it quietly (and the
+        ConnectionLost says so: ``dead_connection``); the next pinged checkout
+        reconnects.  ``ping=False`` takes the pooled connection without the
+        ping's round trip, for a caller that repeats its statement when the
+        connection turns out dead (:meth:`_fetch`).
         """
         url = self.engine.url.render_as_string(hide_password=False)
         try:
-            conn = self.engine.connect()
+            with unpinged_checkout() if not ping else contextlib.nullcontext():
+                conn = self.engine.connect()
         except sa.exc.OperationalError as exc:
             raise connection_error(url, exc) from exc
         with conn:
             try:
                 yield conn
             except (psycopg.OperationalError, sa.exc.OperationalError) as exc:
-                if not conn.invalidated:
+                dead = conn.invalidated
+                if not dead:
                     driver = conn.connection.dbapi_connection
                     if driver is None or driver.closed or getattr(driver, "broken", False):
                         conn.invalidate()
-                raise operational_error(url, exc) from exc
+                        dead = True
+                raise operational_error(url, exc, dead_connection=dead) from exc
             except (KeyboardInterrupt, SystemExit):
                 # Interrupted mid-statement (Ctrl-C), the connection still has a command in
                 # progress: returned to the pool, its reset would fail and log a traceback.
@@ -537,7 +551,7 @@ class Repository:
         A connection lost mid-write (server restart, terminated backend) rolls
         the transaction back on the server, so the caller gets ConnectionLost
         with the previous version intact; ingest of several files reports the
-        file as failed and goes on with the next (pool_pre_ping reconnects).
+        file as failed and goes on with the next (the pinged checkout reconnects).
         """
         with self._reading() as conn:
             try:
@@ -553,8 +567,27 @@ class Repository:
                 raise (interrupt or first) from None
 
     def _fetch(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        """One read statement, in autocommit: no BEGIN and ROLLBACK round trips around it."""
-        with self._reading() as conn:
+        """One read statement, in autocommit and without a ping: one round trip.
+
+        No BEGIN and ROLLBACK around it, and no ping of the pooled connection
+        first.  A pooled connection can have died since its last use (the
+        server restarted, its backend was terminated); then the statement runs
+        once more on a pinged connection, which a read allows.  If that one
+        cannot connect either, the first failure is what the caller gets.
+        """
+        try:
+            return self._fetch_once(sql, params, ping=False)
+        except ConnectionLost as lost:
+            if not lost.dead_connection:
+                raise
+            first = lost
+        try:
+            return self._fetch_once(sql, params, ping=True)
+        except ConfigurationError:
+            raise first from None
+
+    def _fetch_once(self, sql: str, params: dict[str, Any], *, ping: bool) -> list[dict[str, Any]]:
+        with self._reading(ping=ping) as conn:
             conn = conn.execution_options(isolation_level="AUTOCOMMIT")
             try:
                 with _driver(conn).cursor(row_factory=dict_row) as cur:

@@ -95,3 +95,17 @@ def test_the_sync_facade_is_a_context_manager(db_url: str) -> None:
         h.ingest([FIXTURES / "work_rules_ja.md"])
         assert ParentChildRetriever(h, max_parents=1).retrieve(QUESTIONS[0])
     assert h.parent_child(QUESTIONS[0]), "closing returns connections; the facade reconnects on use"
+
+
+async def test_an_async_read_whose_pooled_connections_died_runs_again_and_answers(hrag: HRAG, db_url: str) -> None:
+    """The pool's backends are terminated while idle (as a server restart would): the next call still answers."""
+    question = QUESTIONS[2]
+    expected = [r.model_dump() for r in hrag.parent_child(question)]
+    async with AsyncHRAG(hrag) as ahrag:
+        assert [r.model_dump() for r in await ahrag.parent_child(question)] == expected
+        with psycopg.connect(libpq_url(db_url), autocommit=True) as killer:
+            killed = killer.execute(
+                "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle'").fetchone()
+        assert killed is not None and killed[0] >= 1
+        assert [r.model_dump() for r in await ahrag.parent_child(question)] == expected

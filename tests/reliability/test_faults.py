@@ -392,6 +392,73 @@ def root_id_of(url: str, source: str) -> uuid.UUID:
         return root_id(conn, source)
 
 
+def _terminate_idle_backends(db_url: str) -> int:
+    """Terminate every idle connection to the test database but this one (a pool's, say)."""
+    with psycopg.connect(db.libpq_url(db_url), autocommit=True) as killer:
+        killed = killer.execute(
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle'").fetchone()
+    assert killed is not None
+    return killed[0]
+
+
+@pytest.fixture
+def pings(db_url: str, monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every ping the pool of ``db_url`` sends (its dialect's do_ping, still run for real)."""
+    sent: list[object] = []
+    dialect = type(db.engine(db_url).dialect)
+    real = dialect.do_ping
+
+    def counting(self: sa.engine.default.DefaultDialect, dbapi_connection: Any) -> bool:
+        sent.append(dbapi_connection)
+        return real(self, dbapi_connection)
+
+    monkeypatch.setattr(dialect, "do_ping", counting)
+    return sent
+
+
+def test_a_retrieval_on_a_pooled_connection_is_one_round_trip_without_a_ping(
+    db_url: str, pings: list[object]
+) -> None:
+    hrag = HRAG(db_url, embedder=HashingEmbedder())
+    hrag.ingest_tree(parse_markdown(handbook(3, 5), "ping.md"))
+    hrag.parent_child("Rule 7: employees submit form F-007")
+    pings.clear()
+    for _ in range(3):
+        assert hrag.parent_child("Rule 7: employees submit form F-007")
+        assert hrag.retrieve("Rule 7: employees submit form F-007", max_tokens=500)
+    assert pings == []
+
+
+def test_a_retrieval_whose_pooled_connection_died_runs_again_on_a_new_one(
+    db_url: str, pings: list[object]
+) -> None:
+    """The backends behind the pool are terminated while idle: the next read still answers.
+
+    The read goes out unpinged, fails on the dead connection, and runs once
+    more on a pinged checkout (which drops the pool's other dead connections).
+    """
+    hrag = HRAG(db_url, embedder=HashingEmbedder())
+    hrag.ingest_tree(parse_markdown(handbook(3, 5), "dead.md"))
+    question = "Rule 7: employees submit form F-007"
+    expected = [r.node_id for r in hrag.parent_child(question)]
+    assert _terminate_idle_backends(db_url) >= 1
+    pings.clear()
+    assert [r.node_id for r in hrag.parent_child(question)] == expected
+    assert len(pings) >= 1, "the repeat was pinged"
+    pings.clear()
+    assert [r.node_id for r in hrag.parent_child(question)] == expected
+    assert pings == [], "and the calls after it are not"
+
+
+def test_a_write_on_a_pooled_connection_that_died_is_pinged_and_reconnects(db_url: str) -> None:
+    hrag = HRAG(db_url, embedder=HashingEmbedder())
+    hrag.ingest_tree(parse_markdown(handbook(3, 5), "first.md"))
+    assert _terminate_idle_backends(db_url) >= 1
+    result = hrag.ingest_tree(parse_markdown(handbook(2, 3), "second.md"))
+    assert result.status == "created" and result.nodes > 0
+
+
 # ------------------------------------------------- 3. statement timeout, cancel
 
 
