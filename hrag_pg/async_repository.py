@@ -3,10 +3,11 @@
 Concurrent retrievals each borrow their own connection (up to ``max_size``),
 so sixteen ``aretrieve`` calls run side by side instead of queueing on one
 locked connection.  A connection a failure broke is discarded when returned,
-and a read whose pooled connection had died runs once more (see ``_fetch``).  A pool belongs to the event loop that opened it; called from
-another loop (say, a second ``asyncio.run``) the repository opens a new pool
-for that loop.  Writes stay on the sync repository: ingestion is CPU-bound
-embedding work, not I/O.
+and a read whose pooled connection had died runs once more (see ``_fetch``).
+A pool belongs to the event loop that opened it; called from another loop
+(say, a second ``asyncio.run``) the repository opens a new pool for that
+loop.  Writes stay on the sync repository: ingestion is CPU-bound embedding
+work, not I/O.
 """
 
 from __future__ import annotations
