@@ -573,7 +573,8 @@ class Repository:
         first.  A pooled connection can have died since its last use (the
         server restarted, its backend was terminated); then the statement runs
         once more on a pinged connection, which a read allows.  If that one
-        cannot connect either, the first failure is what the caller gets.
+        cannot connect, the caller gets the first failure and why reconnecting
+        failed (a server that is down, say).
         """
         try:
             return self._fetch_once(sql, params, ping=False)
@@ -583,8 +584,9 @@ class Repository:
             first = lost
         try:
             return self._fetch_once(sql, params, ping=True)
-        except ConfigurationError:
-            raise first from None
+        except ConfigurationError as unreachable:
+            raise ConnectionLost(f"{first} Reconnecting failed as well: {unreachable}",
+                                 dead_connection=True) from None
 
     def _fetch_once(self, sql: str, params: dict[str, Any], *, ping: bool) -> list[dict[str, Any]]:
         with self._reading(ping=ping) as conn:

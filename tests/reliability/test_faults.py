@@ -299,6 +299,35 @@ def test_server_restart_fails_in_flight_reads_clearly_and_the_next_call_reconnec
         hrag.repository.engine.dispose()
 
 
+def test_a_read_on_a_pooled_connection_while_the_server_is_down_says_the_server_cannot_be_reached(
+    restartable: tuple[str, ServerControl],
+) -> None:
+    """The read goes out unpinged on a connection the stop killed, and its repeat cannot connect.
+
+    The error is ConnectionLost and names both: the lost connection and why
+    reconnecting failed (the same sentence a call that cannot connect gets).
+    """
+    url, control = restartable
+    _restarted_server_is_the_one_under_test(url, control)
+    hrag = HRAG(url, embedder=HashingEmbedder())
+    try:
+        hrag.ingest_tree(parse_markdown(handbook(3, 5), "down.md"))
+        question = "Rule 7: employees submit form F-007"
+        expected = [r.node_id for r in hrag.parent_child(question)]
+        with time_limit(60, "stopping the server"):
+            control.stop()
+        with pytest.raises(ConnectionLost) as lost:
+            hrag.parent_child(question)
+        message = str(lost.value)
+        assert "was lost during the call" in message and "Reconnecting failed as well" in message
+        assert "Cannot connect to PostgreSQL" in message and "Background on this error" not in message
+        with time_limit(120, "restarting the server"):
+            control.start()
+        assert [r.node_id for r in hrag.parent_child(question)] == expected
+    finally:
+        hrag.repository.engine.dispose()
+
+
 def test_server_restart_during_an_ingest_fails_it_clearly_keeps_the_previous_version_and_the_next_ingest_works(
     restartable: tuple[str, ServerControl], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
