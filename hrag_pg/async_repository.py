@@ -22,7 +22,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from . import queries
-from .db import connection_error, libpq_url, operational_error
+from .db import connection_error, libpq_url, operational_error, reconnect_failed
 from .errors import ConnectionLost, from_database
 from .models import RetrievalResult, SearchHit
 from .repository import hits_arrays, to_hit, to_result
@@ -31,6 +31,8 @@ from .repository import hits_arrays, to_hit, to_result
 DEFAULT_MAX_CONNECTIONS = 8
 #: Seconds a retrieval waits for a free connection (or for the server) before failing.
 CONNECT_TIMEOUT = 10.0
+#: Seconds the one repeat of a read whose pooled connection had died waits for another.
+RETRY_TIMEOUT = 1.0
 
 
 async def _configure(conn: psycopg.AsyncConnection) -> None:
@@ -80,8 +82,10 @@ class AsyncRepository:
         A pooled connection can have died since its last use (the server
         restarted, its backend was terminated); then the pool's idle
         connections are checked, dropping the dead ones, and the statement
-        runs once more, which a read allows.  If that fails too, the caller
-        gets the first failure.
+        runs once more, which a read allows, waiting at most RETRY_TIMEOUT for
+        a connection (a server that is down should fail the call at once, not
+        after CONNECT_TIMEOUT).  If the repeat fails too, the caller gets both
+        failures.
         """
         pool = await self.pool()
         try:
@@ -92,13 +96,15 @@ class AsyncRepository:
             first = lost
         await pool.check()
         try:
-            return await self._fetch_once(pool, sql, params)
-        except ConnectionLost:
-            raise first from None
+            return await self._fetch_once(pool, sql, params, timeout=RETRY_TIMEOUT)
+        except ConnectionLost as second:
+            reason = str(second.__cause__ or second).strip().splitlines() or [type(second).__name__]
+            raise reconnect_failed(first, reason[0]) from None
 
-    async def _fetch_once(self, pool: AsyncConnectionPool, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    async def _fetch_once(self, pool: AsyncConnectionPool, sql: str, params: dict[str, Any], *,
+                          timeout: float | None = None) -> list[dict[str, Any]]:
         try:
-            async with pool.connection() as conn:
+            async with pool.connection(timeout=timeout) as conn:
                 try:
                     async with conn.cursor(row_factory=dict_row) as cur:
                         await cur.execute(sql, params)

@@ -145,6 +145,11 @@ def operational_error(url: str, exc: BaseException, *, dead_connection: bool = F
     )
 
 
+def reconnect_failed(first: ConnectionLost, why: str) -> ConnectionLost:
+    """A read lost its connection, and its one repeat could not get another: both, in one message."""
+    return ConnectionLost(f"{first} Reconnecting failed as well: {why.rstrip('.')}.", dead_connection=True)
+
+
 def check_reachable(url: str) -> None:
     """Open and close one connection, raising a clear error if the server is unreachable."""
     try:

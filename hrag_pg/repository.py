@@ -41,7 +41,7 @@ from psycopg.types.json import Jsonb
 from sqlalchemy.engine import Engine
 
 from . import migrate, queries
-from .db import connection_error, operational_error, unpinged_checkout
+from .db import connection_error, operational_error, reconnect_failed, unpinged_checkout
 from .embedding import Embedder, check_vectors
 from .errors import (
     ConfigurationError,
@@ -585,8 +585,7 @@ class Repository:
         try:
             return self._fetch_once(sql, params, ping=True)
         except ConfigurationError as unreachable:
-            raise ConnectionLost(f"{first} Reconnecting failed as well: {unreachable}",
-                                 dead_connection=True) from None
+            raise reconnect_failed(first, str(unreachable)) from None
 
     def _fetch_once(self, sql: str, params: dict[str, Any], *, ping: bool) -> list[dict[str, Any]]:
         with self._reading(ping=ping) as conn:

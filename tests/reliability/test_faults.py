@@ -29,9 +29,10 @@ from pytest_postgresql.executors import NoopExecutor
 from typer.testing import CliRunner
 
 import hrag_pg.api as api_module
+import hrag_pg.async_repository as async_repository
 import hrag_pg.repository as repository_module
 from hrag_pg import db
-from hrag_pg.api import HRAG
+from hrag_pg.api import HRAG, AsyncHRAG
 from hrag_pg.cli import app
 from hrag_pg.errors import ConfigurationError, ConnectionLost, HragError, QueryCancelled
 from hrag_pg.ingest.flatten import FlatDocument
@@ -324,6 +325,33 @@ def test_a_read_on_a_pooled_connection_while_the_server_is_down_says_the_server_
         with time_limit(120, "restarting the server"):
             control.start()
         assert [r.node_id for r in hrag.parent_child(question)] == expected
+    finally:
+        hrag.repository.engine.dispose()
+
+
+async def test_an_async_read_while_the_server_is_down_fails_at_once_and_says_reconnecting_failed(
+    restartable: tuple[str, ServerControl],
+) -> None:
+    """The async pool's connection died with the server: the one repeat waits RETRY_TIMEOUT, not CONNECT_TIMEOUT."""
+    url, control = restartable
+    _restarted_server_is_the_one_under_test(url, control)
+    hrag = HRAG(url, embedder=HashingEmbedder())
+    question = "Rule 7: employees submit form F-007"
+    try:
+        hrag.ingest_tree(parse_markdown(handbook(3, 5), "down-async.md"))
+        async with AsyncHRAG(hrag) as ahrag:
+            expected = [r.node_id for r in await ahrag.parent_child(question)]
+            with time_limit(60, "stopping the server"):
+                control.stop()
+            started = time.monotonic()
+            with pytest.raises(ConnectionLost) as lost:
+                await ahrag.parent_child(question)
+            assert time.monotonic() - started < async_repository.CONNECT_TIMEOUT
+            assert "was lost during the call" in str(lost.value)
+            assert "Reconnecting failed as well" in str(lost.value)
+            with time_limit(120, "restarting the server"):
+                control.start()
+            assert [r.node_id for r in hrag.parent_child(question)] == expected
     finally:
         hrag.repository.engine.dispose()
 
