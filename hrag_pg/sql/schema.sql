@@ -1680,7 +1680,6 @@ DECLARE
     -- The lexical candidates are the leaves holding the question's rarest
     -- terms, as long as those terms are in at most this many leaves together.
     rare_cap   constant integer := 300;
-    terms      text[] := '{}';
     idfs       real[] := '{}';
     total      real := 0;
     hashes     bigint[] := '{}';
@@ -1707,12 +1706,11 @@ BEGIN
     IF lexical_weight > 0 THEN
         -- rarest first: a term joins the rare set while the set stays within rare_cap leaves
         FOR term_row IN SELECT * FROM hrag._term_weights(hrag.lexical_terms(query_text), collection) LOOP
-            terms := terms || term_row.term;
             hashes := hashes || hrag.term_hash(term_row.term);
             idfs := idfs || term_row.idf;
             total := total + term_row.idf;
             IF rare_df + term_row.df <= rare_cap THEN
-                rare := rare || hrag.term_hash(term_row.term);
+                rare := rare || hashes[cardinality(hashes)];
                 rare_df := rare_df + term_row.df;
             END IF;
         END LOOP;
