@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from functools import wraps
@@ -73,6 +74,17 @@ def report_interrupt() -> None:
     error_line("interrupted")
 
 
+def _dash_hint(exc: click_exceptions.UsageError, path: str) -> str:
+    """How to pass text that starts with "-" (a question about `--track-origins`), when that is likely the case.
+
+    Click takes such an argument for an unknown option; an option that is
+    merely misspelt gets Click's own "Did you mean" instead.
+    """
+    if not isinstance(exc, click_exceptions.NoSuchOption) or exc.possibilities:
+        return ""
+    return f"; to pass text that starts with '-', put -- before it: {path} [OPTIONS] -- {shlex.quote(exc.option_name)}"
+
+
 class HragGroup(TyperGroup):
     """The root command: every failure ends as one line on stderr and a documented exit status."""
 
@@ -89,7 +101,7 @@ class HragGroup(TyperGroup):
             code = EXIT_USAGE
         except click_exceptions.UsageError as exc:
             path = exc.ctx.command_path if exc.ctx is not None else "hrag"
-            error_line(f"{path}: {exc.format_message()} (see `{path} -h`)")
+            error_line(f"{path}: {exc.format_message()}{_dash_hint(exc, path)} (see `{path} -h`)")
             code = exc.exit_code
         except click.ClickException as exc:
             error_line(exc.format_message())
@@ -675,6 +687,7 @@ def query_cmd(
         hrag query "BYOD obligations" --mode auto-merge -c security
         hrag query "BYOD obligations" -c security --max-tokens 2000     (auto mode)
         hrag query "leave rules" --filter '{"lang": "en"}' --json
+        hrag query -c tools -- "--track-origins: what does it show?"     (text starting with -)
     """
     from .api import check_question
     from .retrievers import retriever_for

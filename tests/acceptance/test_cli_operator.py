@@ -155,6 +155,7 @@ BAD_ARGUMENTS = [
     (("query",), 2, "Missing argument"),
     (("query", "x", "-c", "nothere"), 1, "no collection 'nothere' in this database; collections:"),
     (("query", "x", "--no-such-flag"), 2, "No such option"),
+    (("query", "--track-origins"), 2, "starts with '-', put -- before it: "),
     (("show", "not-a-uuid"), 2, "is not a node id"),
     (("show", "00000000-0000-0000-0000-000000000000"), 1, "no node"),
     (("show",), 2, "Missing argument"),
@@ -202,6 +203,18 @@ def test_every_subcommand_refuses_bad_arguments_in_one_line_without_a_traceback(
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     assert message in lines[0]
     assert model_loads() == loads, "an argument error loaded the embedding model"
+
+
+def test_a_question_starting_with_a_dash_is_told_how_to_pass_it(env: dict[str, str]) -> None:
+    result = invoke(env, "query", "--track-origins: what does it show?")
+    assert result.exit_code == 2
+    assert "query [OPTIONS] -- '--track-origins: what does it show?'" in result.stderr
+
+
+def test_a_misspelt_option_gets_click_suggestion_not_the_dash_hint(env: dict[str, str]) -> None:
+    result = invoke(env, "query", "x", "--max-token", "5")
+    assert result.exit_code == 2
+    assert "--max-tokens" in result.stderr and "put -- before it" not in result.stderr
 
 
 def test_an_unexpected_error_is_one_line_too(monkeypatch: pytest.MonkeyPatch) -> None:
