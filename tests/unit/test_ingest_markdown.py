@@ -133,7 +133,8 @@ _setext = st.builds(
     st.integers(1, 5),
 )
 _fence = st.builds(lambda body: f"```\n# {body}\n```", st.text(alphabet="abc #", max_size=10))
-_block = st.one_of(_heading, _setext, _words, _fence, st.builds(lambda w: f"- {w}", _words))
+_comment = st.builds(lambda body: f"<!-- {body} -->", st.text(alphabet="ab -\n#", max_size=12))
+_block = st.one_of(_heading, _setext, _words, _fence, st.builds(lambda w: f"- {w}", _words), _comment)
 
 
 @settings(max_examples=150, deadline=None)
@@ -263,3 +264,42 @@ def test_dashes_after_a_list_item_a_quote_or_a_blank_line_are_not_headings() -> 
         ("item", "- an item\n---"), ("paragraph", "> a quote\n---"), ("paragraph", "Text."),
         ("paragraph", "---\nmore")]
     assert [n.key for n, _ in tree.root.walk() if n.kind == "section"] == ["Setup"]
+
+
+# -- HTML comments ----------------------------------------------------------------------------------
+
+_NODE_DOC = (
+    "# Events\n\n"
+    "<!--introduced_in=v0.10.0-->\n\n> Stability: 2 - Stable\n\n"
+    "## `emitter.on(eventName, listener)`\n\n"
+    "<!-- YAML\nadded: v0.1.26\nchanges:\n  - version:\n     - v13.4.0\n     - v12.16.0\n"
+    "    description: Added captureRejections option.\n-->\n\n"
+    "* `eventName` {string|symbol} The name of the event.\n\n"
+    "Adds the `listener` function.\n\n"
+    "## `emitter.off()`\n\n<!-- YAML\nadded: v10.0.0\n-->\n"
+)
+
+
+def test_an_html_comment_is_one_leaf_however_its_lines_look() -> None:
+    tree = parse_markdown(_NODE_DOC, "events.md")
+    assert_text_preserved(_NODE_DOC, tree)
+    assert tree.root.full_text() == _NODE_DOC.rstrip("\n")  # (the reader drops the final newline)
+    on = find(tree, "`emitter.on(eventName, listener)`")
+    assert [(c.kind, c.content.splitlines()[0]) for c in on.children] == [
+        ("paragraph", "<!-- YAML"),
+        ("item", "* `eventName` {string|symbol} The name of the event."),
+        ("paragraph", "Adds the `listener` function."),
+    ]
+    assert on.children[0].content.endswith("    description: Added captureRejections option.\n-->")
+    assert [c.content for c in find(tree, "Events").children[:2]] == [
+        "<!--introduced_in=v0.10.0-->", "> Stability: 2 - Stable"]
+    assert [c.content for c in find(tree, "`emitter.off()`").children] == ["<!-- YAML\nadded: v10.0.0\n-->"]
+
+
+def test_a_comment_interrupts_a_paragraph_and_an_unclosed_one_runs_to_the_end() -> None:
+    text = "<!-- a\n# not a heading\n- nor an item -->\nIntro.\n\n# Next\n\nBody.\n<!-- unclosed\n\n# still it"
+    tree = parse_markdown(text, "x.md")
+    assert tree.root.full_text() == text
+    assert [(c.kind, c.content) for c in tree.root.children[:2]] == [
+        ("paragraph", "<!-- a\n# not a heading\n- nor an item -->"), ("paragraph", "Intro.")]
+    assert [c.content for c in find(tree, "Next").children] == ["Body.", "<!-- unclosed\n\n# still it"]
