@@ -155,8 +155,13 @@ code_block = st.lists(st.sampled_from(["# a comment, not a heading", "## neither
 table = st.lists(words, min_size=1, max_size=3).map(
     lambda rows: "| a | b |\n|---|---|\n" + "\n".join(f"| {r} | x |" for r in rows))
 quote = st.lists(words, min_size=1, max_size=3).map(lambda ls: "\n".join(f"> {line}" for line in ls))
+#: HTML comments: one block up to the line holding -->, whatever their lines look like (headings, items);
+#: an unclosed one runs to the end of the text.
+html_comment = st.tuples(st.lists(st.one_of(words, heading, st.just("  - v1.2.3"), st.just("")), max_size=4),
+                         st.sampled_from([" -->", "-->", "--> trailing", ""])
+                         ).map(lambda t: "<!-- YAML\n" + "\n".join(t[0]) + ("\n" + t[1] if t[1] else ""))
 markdown_block = st.one_of(heading, heading, paragraph(), paragraph(), list_block, code_block, table, quote,
-                           long_line, st.just("#"), st.just("---"))
+                           long_line, st.just("#"), st.just("---"), html_comment, st.just("<!--type=module-->"))
 
 
 @st.composite
