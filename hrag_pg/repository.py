@@ -468,6 +468,7 @@ class Repository:
                     conn.execute(sa.text("ANALYZE hrag.nodes"))
                     conn.execute(sa.text("ANALYZE hrag.documents"))
                     conn.execute(sa.text("ANALYZE hrag.document_terms"))
+                    conn.execute(sa.text("ANALYZE hrag.collection_terms, hrag.collection_sizes"))
         finally:
             with contextlib.suppress(sa.exc.SQLAlchemyError):
                 lock.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": BULK_LOCK_KEY})

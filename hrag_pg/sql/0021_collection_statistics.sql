@@ -754,7 +754,7 @@ BEGIN
          WHERE coalesce(c.leaves, 0) <> coalesce(a.leaves, 0)
     )
     SELECT 'wrong_term_statistics', NULL::uuid, NULL::uuid,
-           format('collection %s: %s terms counted wrong in hrag.collection_terms (first: %s in %s leaves, '
+           format('collection %s: hrag.collection_terms counts %s of its terms wrong (first: %s in %s leaves, '
                   'its documents say %s): run hrag check --repair',
                   w.collection, count(*), min(w.term),
                   (array_agg(w.counted ORDER BY w.term))[1], (array_agg(w.actual ORDER BY w.term))[1])
@@ -877,18 +877,23 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    -- Citus refuses to distribute a table with triggers: the statistics are
-    -- the per-document rows from here on (hrag._statistics_per_document).
-    DROP TRIGGER IF EXISTS document_terms_inserted ON hrag.document_terms;
-    DROP TRIGGER IF EXISTS document_terms_deleted ON hrag.document_terms;
-    DROP TRIGGER IF EXISTS document_terms_updated ON hrag.document_terms;
-    DROP TRIGGER IF EXISTS document_terms_truncated ON hrag.document_terms;
-    DROP TRIGGER IF EXISTS documents_inserted ON hrag.documents;
-    DROP TRIGGER IF EXISTS documents_deleted ON hrag.documents;
-    DROP TRIGGER IF EXISTS documents_updated ON hrag.documents;
-    DROP TRIGGER IF EXISTS documents_truncated ON hrag.documents;
-    DELETE FROM hrag.collection_terms;
-    DELETE FROM hrag.collection_sizes;
+    -- Citus refuses to distribute a table with triggers (and to drop a trigger
+    -- of a distributed one): the statistics are the per-document rows from
+    -- here on (hrag._statistics_per_document).
+    IF NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'hrag.document_terms'::regclass) THEN
+        DROP TRIGGER IF EXISTS document_terms_inserted ON hrag.document_terms;
+        DROP TRIGGER IF EXISTS document_terms_deleted ON hrag.document_terms;
+        DROP TRIGGER IF EXISTS document_terms_updated ON hrag.document_terms;
+        DROP TRIGGER IF EXISTS document_terms_truncated ON hrag.document_terms;
+        DELETE FROM hrag.collection_terms;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'hrag.documents'::regclass) THEN
+        DROP TRIGGER IF EXISTS documents_inserted ON hrag.documents;
+        DROP TRIGGER IF EXISTS documents_deleted ON hrag.documents;
+        DROP TRIGGER IF EXISTS documents_updated ON hrag.documents;
+        DROP TRIGGER IF EXISTS documents_truncated ON hrag.documents;
+        DELETE FROM hrag.collection_sizes;
+    END IF;
 
     -- One connection per worker for the whole call: Citus distributes a
     -- function only in a transaction that has not fanned out in parallel.
@@ -983,5 +988,55 @@ BEGIN
         table_name := spec.fn; distribution := 'by ' || spec.arg || ', colocated with hrag.nodes';
         RETURN NEXT;
     END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION hrag.refresh_document_terms(document_id uuid)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    doc_collection text;
+    fresh_terms    text[];
+    fresh_leaves   integer[];
+BEGIN
+    -- The document's counts as its rows say now.  Only what differs from the
+    -- stored ones is written, so an edit of one paragraph writes a few rows and
+    -- the statistics' triggers fold only their terms.
+    SELECT coalesce(array_agg(f.term ORDER BY f.term), '{}'), coalesce(array_agg(f.leaves ORDER BY f.term), '{}')
+      INTO fresh_terms, fresh_leaves
+      FROM (SELECT term.value AS term, count(*)::integer AS leaves
+              FROM hrag.nodes n
+             CROSS JOIN LATERAL unnest(n.lexical_terms) AS term(value)
+             WHERE n.document_id = refresh_document_terms.document_id
+               AND n.lexical_terms IS NOT NULL
+             GROUP BY term.value) AS f;
+    SELECT d.collection INTO doc_collection FROM hrag.documents d WHERE d.id = refresh_document_terms.document_id;
+
+    DELETE FROM hrag.document_terms t
+     WHERE t.document_id = refresh_document_terms.document_id
+       AND NOT EXISTS (SELECT 1 FROM unnest(fresh_terms) AS f(term) WHERE f.term = t.term);
+    UPDATE hrag.document_terms t
+       SET leaves = f.leaves
+      FROM unnest(fresh_terms, fresh_leaves) AS f(term, leaves)
+     WHERE t.document_id = refresh_document_terms.document_id
+       AND t.term = f.term
+       AND t.leaves <> f.leaves;
+    INSERT INTO hrag.document_terms (document_id, collection, term, leaves)
+    SELECT refresh_document_terms.document_id, doc_collection, f.term, f.leaves
+      FROM unnest(fresh_terms, fresh_leaves) AS f(term, leaves)
+     WHERE NOT EXISTS (SELECT 1 FROM hrag.document_terms t
+                        WHERE t.document_id = refresh_document_terms.document_id AND t.term = f.term);
+
+    UPDATE hrag.documents d
+       SET search_targets = c.targets, total_tokens = c.tokens
+      FROM (SELECT (SELECT count(*) FROM hrag.nodes n
+                     WHERE n.document_id = refresh_document_terms.document_id AND n.embedding IS NOT NULL)::integer
+                       AS targets,
+                   (SELECT coalesce(sum(n.subtree_tokens), 0) FROM hrag.nodes n
+                     WHERE n.document_id = refresh_document_terms.document_id AND n.parent_id IS NULL)::integer
+                       AS tokens) AS c
+     WHERE d.id = refresh_document_terms.document_id
+       AND (d.search_targets, d.total_tokens) IS DISTINCT FROM (c.targets, c.tokens);
 END
 $$;

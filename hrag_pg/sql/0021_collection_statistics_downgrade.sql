@@ -1,15 +1,42 @@
 -- hrag-pg revision 0021, downgrade: the lexical statistics are the per-document sums again.
 
-DROP TRIGGER IF EXISTS document_terms_inserted ON hrag.document_terms;
-DROP TRIGGER IF EXISTS document_terms_deleted ON hrag.document_terms;
-DROP TRIGGER IF EXISTS document_terms_updated ON hrag.document_terms;
-DROP TRIGGER IF EXISTS document_terms_truncated ON hrag.document_terms;
-DROP TRIGGER IF EXISTS documents_inserted ON hrag.documents;
-DROP TRIGGER IF EXISTS documents_deleted ON hrag.documents;
-DROP TRIGGER IF EXISTS documents_updated ON hrag.documents;
-DROP TRIGGER IF EXISTS documents_truncated ON hrag.documents;
+-- The triggers (none on Citus, where hrag.distribute() dropped them, and where
+-- Citus refuses DROP TRIGGER on a distributed table).
+DO $$
+BEGIN
+    IF NOT hrag._statistics_per_document() THEN
+        DROP TRIGGER IF EXISTS document_terms_inserted ON hrag.document_terms;
+        DROP TRIGGER IF EXISTS document_terms_deleted ON hrag.document_terms;
+        DROP TRIGGER IF EXISTS document_terms_updated ON hrag.document_terms;
+        DROP TRIGGER IF EXISTS document_terms_truncated ON hrag.document_terms;
+        DROP TRIGGER IF EXISTS documents_inserted ON hrag.documents;
+        DROP TRIGGER IF EXISTS documents_deleted ON hrag.documents;
+        DROP TRIGGER IF EXISTS documents_updated ON hrag.documents;
+        DROP TRIGGER IF EXISTS documents_truncated ON hrag.documents;
+    END IF;
+END
+$$;
 
 -- As at revision 0020.
+CREATE OR REPLACE FUNCTION hrag.refresh_document_terms(document_id uuid) RETURNS void
+    LANGUAGE sql
+    AS $$
+    DELETE FROM hrag.document_terms t WHERE t.document_id = refresh_document_terms.document_id;
+    INSERT INTO hrag.document_terms (document_id, collection, term, leaves)
+    SELECT n.document_id, n.collection, term.value, count(*)
+      FROM hrag.nodes n
+     CROSS JOIN LATERAL unnest(n.lexical_terms) AS term(value)
+     WHERE n.document_id = refresh_document_terms.document_id
+       AND n.lexical_terms IS NOT NULL
+     GROUP BY n.document_id, n.collection, term.value;
+    UPDATE hrag.documents d
+       SET search_targets = (SELECT count(*) FROM hrag.nodes n
+                              WHERE n.document_id = d.id AND n.embedding IS NOT NULL),
+           total_tokens = (SELECT coalesce(sum(n.subtree_tokens), 0) FROM hrag.nodes n
+                            WHERE n.document_id = d.id AND n.parent_id IS NULL)
+     WHERE d.id = refresh_document_terms.document_id;
+$$;
+
 CREATE OR REPLACE FUNCTION hrag._term_weights(terms text[], collection text) RETURNS TABLE(term text, df bigint, idf real)
     LANGUAGE plpgsql STABLE ROWS 10
     AS $$

@@ -20,6 +20,84 @@ CREATE SCHEMA hrag;
 -- COMMENT: SCHEMA hrag
 COMMENT ON SCHEMA hrag IS 'hrag-pg: hierarchical retrieval (parent-child, auto-merging)';
 
+-- FUNCTION: _add_collection_sizes(text[], bigint[], bigint[])
+CREATE FUNCTION hrag._add_collection_sizes(collections text[], targets bigint[], tokens bigint[]) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    BEGIN
+        WITH change AS (
+            SELECT c.collection, sum(c.targets) AS targets, sum(c.tokens) AS tokens
+              FROM unnest(collections, targets, tokens) AS c(collection, targets, tokens)
+             GROUP BY c.collection
+        ),
+        folded AS (
+            DELETE FROM hrag.collection_sizes s
+             WHERE s.ctid = ANY (ARRAY(
+                       SELECT f.ctid FROM hrag.collection_sizes f
+                        WHERE f.collection IN (SELECT c.collection FROM change c)
+                          FOR UPDATE SKIP LOCKED))
+            RETURNING s.collection, s.search_targets, s.total_tokens
+        )
+        INSERT INTO hrag.collection_sizes (collection, search_targets, total_tokens)
+        SELECT x.collection, sum(x.targets), sum(x.tokens)
+          FROM (SELECT * FROM change UNION ALL SELECT * FROM folded) AS x
+         GROUP BY x.collection
+        HAVING sum(x.targets) <> 0 OR sum(x.tokens) <> 0;
+    EXCEPTION WHEN serialization_failure THEN
+        INSERT INTO hrag.collection_sizes (collection, search_targets, total_tokens)
+        SELECT c.collection, sum(c.targets), sum(c.tokens)
+          FROM unnest(collections, targets, tokens) AS c(collection, targets, tokens)
+         GROUP BY c.collection
+        HAVING sum(c.targets) <> 0 OR sum(c.tokens) <> 0;
+    END;
+END
+$$;
+
+-- COMMENT: FUNCTION _add_collection_sizes(collections text[], targets bigint[], tokens bigint[])
+COMMENT ON FUNCTION hrag._add_collection_sizes(collections text[], targets bigint[], tokens bigint[]) IS 'internal: add signed changes to hrag.collection_sizes, folding the changed collections'' free rows, not part of the API';
+
+-- FUNCTION: _add_term_counts(text[], text[], bigint[])
+CREATE FUNCTION hrag._add_term_counts(collections text[], terms text[], changes bigint[]) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    BEGIN
+        WITH change AS (
+            SELECT c.collection, c.term, sum(c.leaves) AS leaves
+              FROM unnest(collections, terms, changes) AS c(collection, term, leaves)
+             GROUP BY c.collection, c.term
+        ),
+        -- the rows of those terms no other transaction holds (one being folded
+        -- elsewhere stays, and so does what that transaction inserts)
+        folded AS (
+            DELETE FROM hrag.collection_terms t
+             WHERE t.ctid = ANY (ARRAY(
+                       SELECT f.ctid FROM hrag.collection_terms f
+                        WHERE (f.term, f.collection) IN (SELECT c.term, c.collection FROM change c)
+                          FOR UPDATE SKIP LOCKED))
+            RETURNING t.collection, t.term, t.leaves
+        )
+        INSERT INTO hrag.collection_terms (collection, term, leaves)
+        SELECT x.collection, x.term, sum(x.leaves)
+          FROM (SELECT * FROM change UNION ALL SELECT * FROM folded) AS x
+         GROUP BY x.collection, x.term
+        HAVING sum(x.leaves) <> 0;
+    EXCEPTION WHEN serialization_failure THEN
+        -- (REPEATABLE READ or SERIALIZABLE: a row folded by a transaction that
+        -- committed since this one began cannot be locked; the change alone)
+        INSERT INTO hrag.collection_terms (collection, term, leaves)
+        SELECT c.collection, c.term, sum(c.leaves)
+          FROM unnest(collections, terms, changes) AS c(collection, term, leaves)
+         GROUP BY c.collection, c.term
+        HAVING sum(c.leaves) <> 0;
+    END;
+END
+$$;
+
+-- COMMENT: FUNCTION _add_term_counts(collections text[], terms text[], changes bigint[])
+COMMENT ON FUNCTION hrag._add_term_counts(collections text[], terms text[], changes bigint[]) IS 'internal: add signed changes to hrag.collection_terms, folding the changed terms'' free rows, not part of the API';
+
 -- FUNCTION: _auto_merge_document(uuid, uuid[], real[], real)
 CREATE FUNCTION hrag._auto_merge_document(doc uuid, node_ids uuid[], scores real[], merge_threshold real) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, token_count integer)
     LANGUAGE plpgsql STABLE ROWS 10
@@ -471,6 +549,83 @@ $$;
 -- COMMENT: FUNCTION _document_ids(node_ids uuid[])
 COMMENT ON FUNCTION hrag._document_ids(node_ids uuid[]) IS 'internal: the document of each node id (NULL if unknown), not part of the API';
 
+-- FUNCTION: _document_terms_changed()
+CREATE FUNCTION hrag._document_terms_changed() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    c text[];
+    t text[];
+    n bigint[];
+BEGIN
+    IF TG_OP = 'TRUNCATE' THEN
+        DELETE FROM hrag.collection_terms;
+        RETURN NULL;
+    END IF;
+    IF TG_OP = 'INSERT' THEN
+        SELECT array_agg(r.collection), array_agg(r.term), array_agg(r.leaves::bigint) INTO c, t, n
+          FROM new_rows r;
+    ELSIF TG_OP = 'DELETE' THEN
+        SELECT array_agg(r.collection), array_agg(r.term), array_agg(-r.leaves::bigint) INTO c, t, n
+          FROM old_rows r;
+    ELSE
+        SELECT array_agg(r.collection), array_agg(r.term), array_agg(r.leaves) INTO c, t, n
+          FROM (SELECT x.collection, x.term, x.leaves::bigint AS leaves FROM new_rows x
+                UNION ALL
+                SELECT x.collection, x.term, -x.leaves::bigint FROM old_rows x) AS r;
+    END IF;
+    IF c IS NOT NULL THEN
+        PERFORM hrag._add_term_counts(c, t, n);
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+-- COMMENT: FUNCTION _document_terms_changed()
+COMMENT ON FUNCTION hrag._document_terms_changed() IS 'internal: the trigger keeping hrag.collection_terms, not part of the API';
+
+-- FUNCTION: _documents_changed()
+CREATE FUNCTION hrag._documents_changed() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    c  text[];
+    n  bigint[];
+    tk bigint[];
+BEGIN
+    IF TG_OP = 'TRUNCATE' THEN
+        DELETE FROM hrag.collection_sizes;
+        RETURN NULL;
+    END IF;
+    IF TG_OP = 'INSERT' THEN
+        SELECT array_agg(r.collection), array_agg(r.search_targets::bigint), array_agg(r.total_tokens::bigint)
+          INTO c, n, tk
+          FROM new_rows r WHERE r.search_targets <> 0 OR r.total_tokens <> 0;
+    ELSIF TG_OP = 'DELETE' THEN
+        SELECT array_agg(r.collection), array_agg(-r.search_targets::bigint), array_agg(-r.total_tokens::bigint)
+          INTO c, n, tk
+          FROM old_rows r WHERE r.search_targets <> 0 OR r.total_tokens <> 0;
+    ELSE
+        -- (most updates of a document change neither count: nothing to add)
+        SELECT array_agg(r.collection), array_agg(r.targets), array_agg(r.tokens) INTO c, n, tk
+          FROM (SELECT x.collection, sum(x.targets) AS targets, sum(x.tokens) AS tokens
+                  FROM (SELECT y.collection, y.search_targets::bigint AS targets, y.total_tokens::bigint AS tokens
+                          FROM new_rows y
+                        UNION ALL
+                        SELECT y.collection, -y.search_targets::bigint, -y.total_tokens::bigint FROM old_rows y) AS x
+                 GROUP BY x.collection
+                HAVING sum(x.targets) <> 0 OR sum(x.tokens) <> 0) AS r;
+    END IF;
+    IF c IS NOT NULL THEN
+        PERFORM hrag._add_collection_sizes(c, n, tk);
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+-- COMMENT: FUNCTION _documents_changed()
+COMMENT ON FUNCTION hrag._documents_changed() IS 'internal: the trigger keeping hrag.collection_sizes, not part of the API';
+
 -- FUNCTION: _drop_invalid_vector_indexes()
 CREATE FUNCTION hrag._drop_invalid_vector_indexes() RETURNS void
     LANGUAGE plpgsql
@@ -525,6 +680,54 @@ $$;
 
 -- COMMENT: FUNCTION _is_member_of(role_name name)
 COMMENT ON FUNCTION hrag._is_member_of(role_name name) IS 'internal: is the current user a member of this role (false for a dropped role); a policy helper without subqueries';
+
+-- FUNCTION: _keep_collection_statistics()
+CREATE FUNCTION hrag._keep_collection_statistics() RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF hrag._statistics_per_document() THEN
+        RETURN;
+    END IF;
+    DROP TRIGGER IF EXISTS document_terms_inserted ON hrag.document_terms;
+    DROP TRIGGER IF EXISTS document_terms_deleted ON hrag.document_terms;
+    DROP TRIGGER IF EXISTS document_terms_updated ON hrag.document_terms;
+    DROP TRIGGER IF EXISTS document_terms_truncated ON hrag.document_terms;
+    DROP TRIGGER IF EXISTS documents_inserted ON hrag.documents;
+    DROP TRIGGER IF EXISTS documents_deleted ON hrag.documents;
+    DROP TRIGGER IF EXISTS documents_updated ON hrag.documents;
+    DROP TRIGGER IF EXISTS documents_truncated ON hrag.documents;
+    -- no writer may change the documents between the counting and the triggers
+    LOCK TABLE hrag.documents, hrag.document_terms IN SHARE MODE;
+    DELETE FROM hrag.collection_terms;
+    DELETE FROM hrag.collection_sizes;
+    INSERT INTO hrag.collection_terms (collection, term, leaves)
+    SELECT t.collection, t.term, sum(t.leaves) FROM hrag.document_terms t GROUP BY t.collection, t.term;
+    INSERT INTO hrag.collection_sizes (collection, search_targets, total_tokens)
+    SELECT d.collection, sum(d.search_targets), sum(d.total_tokens) FROM hrag.documents d GROUP BY d.collection;
+    CREATE TRIGGER document_terms_inserted AFTER INSERT ON hrag.document_terms
+        REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION hrag._document_terms_changed();
+    CREATE TRIGGER document_terms_deleted AFTER DELETE ON hrag.document_terms
+        REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION hrag._document_terms_changed();
+    CREATE TRIGGER document_terms_updated AFTER UPDATE ON hrag.document_terms
+        REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION hrag._document_terms_changed();
+    CREATE TRIGGER document_terms_truncated AFTER TRUNCATE ON hrag.document_terms
+        FOR EACH STATEMENT EXECUTE FUNCTION hrag._document_terms_changed();
+    CREATE TRIGGER documents_inserted AFTER INSERT ON hrag.documents
+        REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION hrag._documents_changed();
+    CREATE TRIGGER documents_deleted AFTER DELETE ON hrag.documents
+        REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION hrag._documents_changed();
+    CREATE TRIGGER documents_updated AFTER UPDATE ON hrag.documents
+        REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION hrag._documents_changed();
+    CREATE TRIGGER documents_truncated AFTER TRUNCATE ON hrag.documents
+        FOR EACH STATEMENT EXECUTE FUNCTION hrag._documents_changed();
+END
+$$;
+
+-- COMMENT: FUNCTION _keep_collection_statistics()
+COMMENT ON FUNCTION hrag._keep_collection_statistics() IS 'internal: count the collections'' statistics afresh and (re)create the triggers that keep them (not on Citus), not part of the API';
 
 -- FUNCTION: _node_rows_document(uuid, uuid[])
 CREATE FUNCTION hrag._node_rows_document(doc uuid, node_ids uuid[]) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, token_count integer, child_count integer)
@@ -879,10 +1082,17 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    -- The size of what was searched: the stored tokens of the hits' collections.
-    SELECT greatest(coalesce(sum(d.total_tokens), 0), 1) INTO scope_tokens
-      FROM hrag.documents d
-     WHERE d.collection IN (SELECT h.collection FROM hrag.documents h WHERE h.id = ANY (document_ids));
+    -- The size of what was searched: the stored tokens of the hits' collections
+    -- (their per-collection rows; on Citus a sum over their documents).
+    IF hrag._statistics_per_document() THEN
+        SELECT greatest(coalesce(sum(d.total_tokens), 0), 1) INTO scope_tokens
+          FROM hrag.documents d
+         WHERE d.collection IN (SELECT h.collection FROM hrag.documents h WHERE h.id = ANY (document_ids));
+    ELSE
+        SELECT greatest(coalesce(sum(s.total_tokens), 0), 1) INTO scope_tokens
+          FROM hrag.collection_sizes s
+         WHERE s.collection IN (SELECT h.collection FROM hrag.documents h WHERE h.id = ANY (document_ids));
+    END IF;
 
     -- The hits (a duplicate id keeps its best score) and their weights; the
     -- ancestor climb runs per document (hrag._budget_candidates_document).
@@ -1086,6 +1296,22 @@ $_$;
 -- COMMENT: FUNCTION _setting(name text, default_value double precision)
 COMMENT ON FUNCTION hrag._setting(name text, default_value double precision) IS 'internal: a numeric hrag.* setting or its default, not part of the API';
 
+-- FUNCTION: _statistics_per_document()
+CREATE FUNCTION hrag._statistics_per_document() RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    AS $$
+BEGIN
+    IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+        RETURN false;
+    END IF;
+    RETURN EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition
+                    WHERE logicalrelid = 'hrag.document_terms'::regclass);
+END
+$$;
+
+-- COMMENT: FUNCTION _statistics_per_document()
+COMMENT ON FUNCTION hrag._statistics_per_document() IS 'internal: are the lexical statistics the per-document rows (hrag.document_terms distributed by Citus), not part of the API';
+
 -- FUNCTION: _subtree_text(uuid, integer, integer)
 CREATE FUNCTION hrag._subtree_text(document_id uuid, first_seq integer, last_seq integer) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -1108,15 +1334,42 @@ CREATE FUNCTION hrag._term_weights(terms text[], collection text) RETURNS TABLE(
     AS $$
 #variable_conflict use_column
 BEGIN
+    IF hrag._statistics_per_document() THEN
+        -- Citus: the per-document rows, summed on the shards
+        RETURN QUERY
+        WITH n AS (
+            SELECT greatest(coalesce(sum(d.search_targets), 0), 1) AS leaves
+              FROM hrag.documents d
+             WHERE _term_weights.collection IS NULL OR d.collection = _term_weights.collection
+        ),
+        present AS (
+            SELECT t.term, sum(t.leaves) AS df
+              FROM hrag.document_terms t
+             WHERE t.term = ANY (terms)
+               AND (_term_weights.collection IS NULL OR t.collection = _term_weights.collection)
+             GROUP BY t.term
+        ),
+        freq AS (
+            SELECT q.term, coalesce(p.df, 0) AS df
+              FROM unnest(terms) AS q(term)
+              LEFT JOIN present p ON p.term = q.term
+        )
+        SELECT f.term, f.df, ln(1.0 + (n.leaves - f.df + 0.5) / (f.df + 0.5))::real
+          FROM freq f, n
+         WHERE f.df > 0
+         ORDER BY f.df, f.term;
+        RETURN;
+    END IF;
+    -- The per-collection rows: a few per term, whatever the number of documents.
     RETURN QUERY
     WITH n AS (
-        SELECT greatest(coalesce(sum(d.search_targets), 0), 1) AS leaves
-          FROM hrag.documents d
-         WHERE _term_weights.collection IS NULL OR d.collection = _term_weights.collection
+        SELECT greatest(coalesce(sum(s.search_targets), 0), 1)::bigint AS leaves
+          FROM hrag.collection_sizes s
+         WHERE _term_weights.collection IS NULL OR s.collection = _term_weights.collection
     ),
     present AS (
-        SELECT t.term, sum(t.leaves) AS df
-          FROM hrag.document_terms t
+        SELECT t.term, sum(t.leaves)::bigint AS df
+          FROM hrag.collection_terms t
          WHERE t.term = ANY (terms)
            AND (_term_weights.collection IS NULL OR t.collection = _term_weights.collection)
          GROUP BY t.term
@@ -1264,6 +1517,47 @@ BEGIN
      WHERE n.embedding IS NULL
        AND n.depth > 0
        AND NOT EXISTS (SELECT 1 FROM hrag.nodes c WHERE c.document_id = n.document_id AND c.parent_id = n.id);
+
+    IF hrag._statistics_per_document() THEN
+        RETURN;  -- Citus: the per-document rows are the statistics
+    END IF;
+    RETURN QUERY
+    -- the per-collection lexical statistics against the documents' rows, one
+    -- row per collection that is off (with its first wrong term)
+    WITH counted AS (
+        SELECT t.collection, t.term, sum(t.leaves)::bigint AS leaves
+          FROM hrag.collection_terms t GROUP BY t.collection, t.term
+    ),
+    actual AS (
+        SELECT t.collection, t.term, sum(t.leaves)::bigint AS leaves
+          FROM hrag.document_terms t GROUP BY t.collection, t.term
+    ),
+    wrong AS (
+        SELECT coalesce(c.collection, a.collection) AS collection, coalesce(c.term, a.term) AS term,
+               coalesce(c.leaves, 0) AS counted, coalesce(a.leaves, 0) AS actual
+          FROM counted c
+          FULL JOIN actual a ON a.collection = c.collection AND a.term = c.term
+         WHERE coalesce(c.leaves, 0) <> coalesce(a.leaves, 0)
+    )
+    SELECT 'wrong_term_statistics', NULL::uuid, NULL::uuid,
+           format('collection %s: hrag.collection_terms counts %s of its terms wrong (first: %s in %s leaves, '
+                  'its documents say %s): run hrag check --repair',
+                  w.collection, count(*), min(w.term),
+                  (array_agg(w.counted ORDER BY w.term))[1], (array_agg(w.actual ORDER BY w.term))[1])
+      FROM wrong w
+     GROUP BY w.collection
+    UNION ALL
+    SELECT 'wrong_collection_size', NULL::uuid, NULL::uuid,
+           format('collection %s: hrag.collection_sizes counts %s search targets and %s tokens, '
+                  'its documents %s and %s: run hrag check --repair',
+                  coalesce(c.collection, a.collection), coalesce(c.targets, 0), coalesce(c.tokens, 0),
+                  coalesce(a.targets, 0), coalesce(a.tokens, 0))
+      FROM (SELECT s.collection, sum(s.search_targets)::bigint AS targets, sum(s.total_tokens)::bigint AS tokens
+              FROM hrag.collection_sizes s GROUP BY s.collection) AS c
+      FULL JOIN (SELECT d.collection, sum(d.search_targets)::bigint AS targets,
+                        sum(d.total_tokens)::bigint AS tokens
+                   FROM hrag.documents d GROUP BY d.collection) AS a ON a.collection = c.collection
+     WHERE coalesce(c.targets, 0) <> coalesce(a.targets, 0) OR coalesce(c.tokens, 0) <> coalesce(a.tokens, 0);
 END
 $$;
 
@@ -1287,8 +1581,8 @@ BEGIN
     ON CONFLICT DO NOTHING;
     PERFORM hrag.grant_reader(role_name);
     IF can_write THEN
-        EXECUTE format('GRANT INSERT, UPDATE, DELETE ON hrag.documents, hrag.nodes, hrag.document_terms TO %I',
-                       role_name);
+        EXECUTE format('GRANT INSERT, UPDATE, DELETE ON hrag.documents, hrag.nodes, hrag.document_terms, '
+                       'hrag.collection_terms, hrag.collection_sizes TO %I', role_name);
     END IF;
 END
 $$;
@@ -1314,6 +1608,24 @@ BEGIN
     IF shard_count IS NOT NULL AND (shard_count < 1 OR shard_count > 64000) THEN
         RAISE EXCEPTION 'hrag: argument "shard_count" must be between 1 and 64000, got %', shard_count
             USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    -- Citus refuses to distribute a table with triggers (and to drop a trigger
+    -- of a distributed one): the statistics are the per-document rows from
+    -- here on (hrag._statistics_per_document).
+    IF NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'hrag.document_terms'::regclass) THEN
+        DROP TRIGGER IF EXISTS document_terms_inserted ON hrag.document_terms;
+        DROP TRIGGER IF EXISTS document_terms_deleted ON hrag.document_terms;
+        DROP TRIGGER IF EXISTS document_terms_updated ON hrag.document_terms;
+        DROP TRIGGER IF EXISTS document_terms_truncated ON hrag.document_terms;
+        DELETE FROM hrag.collection_terms;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'hrag.documents'::regclass) THEN
+        DROP TRIGGER IF EXISTS documents_inserted ON hrag.documents;
+        DROP TRIGGER IF EXISTS documents_deleted ON hrag.documents;
+        DROP TRIGGER IF EXISTS documents_updated ON hrag.documents;
+        DROP TRIGGER IF EXISTS documents_truncated ON hrag.documents;
+        DELETE FROM hrag.collection_sizes;
     END IF;
 
     -- One connection per worker for the whole call: Citus distributes a
@@ -1421,14 +1733,16 @@ CREATE FUNCTION hrag.grant_reader(role_name name) RETURNS void
     AS $$
 BEGIN
     EXECUTE format('GRANT USAGE ON SCHEMA hrag TO %I', role_name);
-    EXECUTE format('GRANT SELECT ON hrag.documents, hrag.nodes, hrag.document_terms, hrag.config TO %I', role_name);
+    EXECUTE format('GRANT SELECT ON hrag.documents, hrag.nodes, hrag.document_terms, hrag.collection_terms, '
+                   'hrag.collection_sizes, hrag.config TO %I', role_name);
     -- The Python API checks the schema revision before its first call.
     IF to_regclass('hrag.alembic_version') IS NOT NULL THEN
         EXECUTE format('GRANT SELECT ON hrag.alembic_version TO %I', role_name);
     END IF;
     EXECUTE format('GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA hrag TO %I', role_name);
     EXECUTE format('REVOKE EXECUTE ON FUNCTION hrag.repair_integrity(), hrag._repair_document(uuid), '
-                   'hrag.grant_reader(name), hrag.create_tenant_role(name, text[], boolean) FROM %I', role_name);
+                   'hrag.grant_reader(name), hrag.create_tenant_role(name, text[], boolean), '
+                   'hrag._keep_collection_statistics() FROM %I', role_name);
 END
 $$;
 
@@ -1563,22 +1877,52 @@ COMMENT ON FUNCTION hrag.parent_child_hits(node_ids uuid[], scores real[], max_p
 
 -- FUNCTION: refresh_document_terms(uuid)
 CREATE FUNCTION hrag.refresh_document_terms(document_id uuid) RETURNS void
-    LANGUAGE sql
+    LANGUAGE plpgsql
     AS $$
-    DELETE FROM hrag.document_terms t WHERE t.document_id = refresh_document_terms.document_id;
+DECLARE
+    doc_collection text;
+    fresh_terms    text[];
+    fresh_leaves   integer[];
+BEGIN
+    -- The document's counts as its rows say now.  Only what differs from the
+    -- stored ones is written, so an edit of one paragraph writes a few rows and
+    -- the statistics' triggers fold only their terms.
+    SELECT coalesce(array_agg(f.term ORDER BY f.term), '{}'), coalesce(array_agg(f.leaves ORDER BY f.term), '{}')
+      INTO fresh_terms, fresh_leaves
+      FROM (SELECT term.value AS term, count(*)::integer AS leaves
+              FROM hrag.nodes n
+             CROSS JOIN LATERAL unnest(n.lexical_terms) AS term(value)
+             WHERE n.document_id = refresh_document_terms.document_id
+               AND n.lexical_terms IS NOT NULL
+             GROUP BY term.value) AS f;
+    SELECT d.collection INTO doc_collection FROM hrag.documents d WHERE d.id = refresh_document_terms.document_id;
+
+    DELETE FROM hrag.document_terms t
+     WHERE t.document_id = refresh_document_terms.document_id
+       AND NOT EXISTS (SELECT 1 FROM unnest(fresh_terms) AS f(term) WHERE f.term = t.term);
+    UPDATE hrag.document_terms t
+       SET leaves = f.leaves
+      FROM unnest(fresh_terms, fresh_leaves) AS f(term, leaves)
+     WHERE t.document_id = refresh_document_terms.document_id
+       AND t.term = f.term
+       AND t.leaves <> f.leaves;
     INSERT INTO hrag.document_terms (document_id, collection, term, leaves)
-    SELECT n.document_id, n.collection, term.value, count(*)
-      FROM hrag.nodes n
-     CROSS JOIN LATERAL unnest(n.lexical_terms) AS term(value)
-     WHERE n.document_id = refresh_document_terms.document_id
-       AND n.lexical_terms IS NOT NULL
-     GROUP BY n.document_id, n.collection, term.value;
+    SELECT refresh_document_terms.document_id, doc_collection, f.term, f.leaves
+      FROM unnest(fresh_terms, fresh_leaves) AS f(term, leaves)
+     WHERE NOT EXISTS (SELECT 1 FROM hrag.document_terms t
+                        WHERE t.document_id = refresh_document_terms.document_id AND t.term = f.term);
+
     UPDATE hrag.documents d
-       SET search_targets = (SELECT count(*) FROM hrag.nodes n
-                              WHERE n.document_id = d.id AND n.embedding IS NOT NULL),
-           total_tokens = (SELECT coalesce(sum(n.subtree_tokens), 0) FROM hrag.nodes n
-                            WHERE n.document_id = d.id AND n.parent_id IS NULL)
-     WHERE d.id = refresh_document_terms.document_id;
+       SET search_targets = c.targets, total_tokens = c.tokens
+      FROM (SELECT (SELECT count(*) FROM hrag.nodes n
+                     WHERE n.document_id = refresh_document_terms.document_id AND n.embedding IS NOT NULL)::integer
+                       AS targets,
+                   (SELECT coalesce(sum(n.subtree_tokens), 0) FROM hrag.nodes n
+                     WHERE n.document_id = refresh_document_terms.document_id AND n.parent_id IS NULL)::integer
+                       AS tokens) AS c
+     WHERE d.id = refresh_document_terms.document_id
+       AND (d.search_targets, d.total_tokens) IS DISTINCT FROM (c.targets, c.tokens);
+END
 $$;
 
 -- COMMENT: FUNCTION refresh_document_terms(document_id uuid)
@@ -1593,6 +1937,7 @@ DECLARE
     n_order  bigint := 0;
     n_depth  bigint := 0;
     n_index  bigint := 0;
+    n_stats  bigint := 0;
     doc      uuid;
     fixed_in record;
 BEGIN
@@ -1615,8 +1960,15 @@ BEGIN
         n_depth := n_depth + fixed_in.wrong_depth;
     END LOOP;
 
+    IF EXISTS (SELECT 1 FROM hrag.check_integrity() c
+                WHERE c.problem IN ('wrong_term_statistics', 'wrong_collection_size')) THEN
+        -- counted afresh with the writers held off, the triggers recreated
+        PERFORM hrag._keep_collection_statistics();
+        n_stats := 1;
+    END IF;
+
     RETURN QUERY VALUES ('vector_index', n_index), ('wrong_child_count', n_counts),
-                        ('broken_ordering', n_order), ('wrong_depth', n_depth);
+                        ('broken_ordering', n_order), ('wrong_depth', n_depth), ('term_statistics', n_stats);
 END
 $$;
 
@@ -1898,6 +2250,26 @@ CREATE TABLE hrag.alembic_version (
     version_num character varying(32) NOT NULL
 );
 
+-- TABLE: collection_sizes
+CREATE TABLE hrag.collection_sizes (
+    collection text NOT NULL,
+    search_targets bigint NOT NULL,
+    total_tokens bigint NOT NULL
+);
+
+-- COMMENT: TABLE collection_sizes
+COMMENT ON TABLE hrag.collection_sizes IS 'Per collection, its search targets (the N of the lexical IDF) and stored tokens: the sums of its rows, kept from hrag.documents by its triggers';
+
+-- TABLE: collection_terms
+CREATE TABLE hrag.collection_terms (
+    collection text NOT NULL,
+    term text NOT NULL,
+    leaves bigint NOT NULL
+);
+
+-- COMMENT: TABLE collection_terms
+COMMENT ON TABLE hrag.collection_terms IS 'Per collection and lexical term, how many search targets contain it: the sum of the term''s rows (several while writers overlap), kept from hrag.document_terms by its triggers';
+
 -- TABLE: config
 CREATE TABLE hrag.config (
     singleton boolean DEFAULT true NOT NULL,
@@ -2054,6 +2426,12 @@ ALTER TABLE ONLY hrag.nodes
 ALTER TABLE ONLY hrag.tenant_collections
     ADD CONSTRAINT tenant_collections_pkey PRIMARY KEY (role_name, collection);
 
+-- INDEX: collection_sizes_collection_idx
+CREATE INDEX collection_sizes_collection_idx ON hrag.collection_sizes USING btree (collection) INCLUDE (search_targets, total_tokens);
+
+-- INDEX: collection_terms_term_idx
+CREATE INDEX collection_terms_term_idx ON hrag.collection_terms USING btree (term, collection) INCLUDE (leaves);
+
 -- INDEX: document_terms_term_idx
 CREATE INDEX document_terms_term_idx ON hrag.document_terms USING btree (term, collection) INCLUDE (leaves);
 
@@ -2075,6 +2453,30 @@ CREATE INDEX nodes_metadata_idx ON hrag.nodes USING gin (metadata jsonb_path_ops
 -- INDEX: nodes_parent_idx
 CREATE INDEX nodes_parent_idx ON hrag.nodes USING btree (parent_id, "position");
 
+-- TRIGGER: document_terms document_terms_deleted
+CREATE TRIGGER document_terms_deleted AFTER DELETE ON hrag.document_terms REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION hrag._document_terms_changed();
+
+-- TRIGGER: document_terms document_terms_inserted
+CREATE TRIGGER document_terms_inserted AFTER INSERT ON hrag.document_terms REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION hrag._document_terms_changed();
+
+-- TRIGGER: document_terms document_terms_truncated
+CREATE TRIGGER document_terms_truncated AFTER TRUNCATE ON hrag.document_terms FOR EACH STATEMENT EXECUTE FUNCTION hrag._document_terms_changed();
+
+-- TRIGGER: document_terms document_terms_updated
+CREATE TRIGGER document_terms_updated AFTER UPDATE ON hrag.document_terms REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION hrag._document_terms_changed();
+
+-- TRIGGER: documents documents_deleted
+CREATE TRIGGER documents_deleted AFTER DELETE ON hrag.documents REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION hrag._documents_changed();
+
+-- TRIGGER: documents documents_inserted
+CREATE TRIGGER documents_inserted AFTER INSERT ON hrag.documents REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION hrag._documents_changed();
+
+-- TRIGGER: documents documents_truncated
+CREATE TRIGGER documents_truncated AFTER TRUNCATE ON hrag.documents FOR EACH STATEMENT EXECUTE FUNCTION hrag._documents_changed();
+
+-- TRIGGER: documents documents_updated
+CREATE TRIGGER documents_updated AFTER UPDATE ON hrag.documents REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION hrag._documents_changed();
+
 -- FK CONSTRAINT: document_terms document_terms_document_id_collection_fkey
 ALTER TABLE ONLY hrag.document_terms
     ADD CONSTRAINT document_terms_document_id_collection_fkey FOREIGN KEY (document_id, collection) REFERENCES hrag.documents(id, collection) ON DELETE CASCADE;
@@ -2086,6 +2488,18 @@ ALTER TABLE ONLY hrag.nodes
 -- FK CONSTRAINT: nodes nodes_parent_fk
 ALTER TABLE ONLY hrag.nodes
     ADD CONSTRAINT nodes_parent_fk FOREIGN KEY (parent_id, document_id, parent_depth) REFERENCES hrag.nodes(id, document_id, depth) ON DELETE CASCADE;
+
+-- ROW SECURITY: collection_sizes
+ALTER TABLE hrag.collection_sizes ENABLE ROW LEVEL SECURITY;
+
+-- POLICY: collection_sizes collection_sizes_by_collection
+CREATE POLICY collection_sizes_by_collection ON hrag.collection_sizes USING (((( SELECT hrag.visible_collections() AS visible_collections) IS NULL) OR (collection = ANY (( SELECT hrag.visible_collections() AS visible_collections)::text[])))) WITH CHECK (((( SELECT hrag.visible_collections() AS visible_collections) IS NULL) OR (collection = ANY (( SELECT hrag.visible_collections() AS visible_collections)::text[]))));
+
+-- ROW SECURITY: collection_terms
+ALTER TABLE hrag.collection_terms ENABLE ROW LEVEL SECURITY;
+
+-- POLICY: collection_terms collection_terms_by_collection
+CREATE POLICY collection_terms_by_collection ON hrag.collection_terms USING (((( SELECT hrag.visible_collections() AS visible_collections) IS NULL) OR (collection = ANY (( SELECT hrag.visible_collections() AS visible_collections)::text[])))) WITH CHECK (((( SELECT hrag.visible_collections() AS visible_collections) IS NULL) OR (collection = ANY (( SELECT hrag.visible_collections() AS visible_collections)::text[]))));
 
 -- ROW SECURITY: document_terms
 ALTER TABLE hrag.document_terms ENABLE ROW LEVEL SECURITY;
@@ -2133,6 +2547,12 @@ REVOKE ALL ON FUNCTION hrag.grant_reader(role_name name) FROM PUBLIC;
 
 -- ACL: FUNCTION repair_integrity()
 REVOKE ALL ON FUNCTION hrag.repair_integrity() FROM PUBLIC;
+
+-- ACL: TABLE collection_sizes
+GRANT SELECT ON TABLE hrag.collection_sizes TO pg_read_all_data;
+
+-- ACL: TABLE collection_terms
+GRANT SELECT ON TABLE hrag.collection_terms TO pg_read_all_data;
 
 -- ACL: TABLE tenant_collections
 GRANT SELECT ON TABLE hrag.tenant_collections TO PUBLIC;

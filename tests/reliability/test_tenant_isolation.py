@@ -436,13 +436,26 @@ REFUSED: dict[str, str] = {
     "hrag.refresh_document_terms(uuid)": "SELECT hrag.refresh_document_terms(%(b_doc)s)",
     "hrag._repair_document(uuid)": "SELECT * FROM hrag._repair_document(%(b_doc)s)",
     "hrag._create_vector_index()": "SELECT hrag._create_vector_index()",
+    # (revision 0021) the statistics' writers: tables a reader may not write, a rebuild only the owner runs
+    "hrag._add_term_counts(text[],text[],bigint[])":
+        "SELECT hrag._add_term_counts(ARRAY['b'], ARRAY['bravo'], ARRAY[-1]::bigint[])",
+    "hrag._add_collection_sizes(text[],bigint[],bigint[])":
+        "SELECT hrag._add_collection_sizes(ARRAY['b'], ARRAY[-1]::bigint[], ARRAY[-1]::bigint[])",
+    "hrag._keep_collection_statistics()": "SELECT hrag._keep_collection_statistics()",
+}
+
+#: Trigger functions: PostgreSQL refuses a direct call; they run only as their triggers, inside
+#: the writes a role may make (and see only that write's rows).
+TRIGGERS: dict[str, str] = {
+    "hrag._document_terms_changed()": "keeps hrag.collection_terms from each write of hrag.document_terms",
+    "hrag._documents_changed()": "keeps hrag.collection_sizes from each write of hrag.documents",
 }
 
 #: Functions that cannot return anyone's rows, and why.  Each must be IMMUTABLE (so it
 #: reads no table) unless listed in READS_NO_TABLE: a change that made one read tables fails.
 READS_NO_TABLE = {"hrag._vector_index_state()", "hrag._drop_invalid_vector_indexes()",
                   "hrag._setting(text,double precision)", "hrag._ef_search(integer)", "hrag._is_member_of(name)",
-                  "hrag.distribute(integer)"}
+                  "hrag.distribute(integer)", "hrag._statistics_per_document()"}
 NO_ROWS: dict[str, str] = {
     "hrag._setting(text,double precision)": "reads one session setting (current_setting), no table",
     "hrag._ef_search(integer)": "a number from its argument and two session settings, no table",
@@ -459,6 +472,7 @@ NO_ROWS: dict[str, str] = {
     "hrag.node_lexical_terms(text[],text,jsonb)": "tokenises the heading path, text and metadata it is given",
     "hrag.term_hash(text)": "hashes its text argument",
     "hrag.term_hashes(text[])": "hashes the terms it is given",
+    "hrag._statistics_per_document()": "reads only pg_catalog (is hrag.document_terms distributed by Citus)",
 }
 
 
@@ -494,10 +508,11 @@ def test_no_function_of_schema_hrag_returns_another_tenants_rows_listed_from_the
     catalog = {r[0]: r[1] for r in sql.execute(
         "SELECT p.oid::regprocedure::text, p.provolatile FROM pg_proc p "
         "WHERE p.pronamespace = 'hrag'::regnamespace")}
-    listed = PROBES.keys() | REFUSED.keys() | NO_ROWS.keys()
+    listed = PROBES.keys() | REFUSED.keys() | NO_ROWS.keys() | TRIGGERS.keys()
     assert not catalog.keys() - listed, (
         f"functions of schema hrag not covered by the tenant isolation check: {sorted(catalog.keys() - listed)}; "
-        "add each to PROBES (with arguments that return other tenants' rows), REFUSED or NO_ROWS (with why)")
+        "add each to PROBES (with arguments that return other tenants' rows), REFUSED, NO_ROWS or TRIGGERS "
+        "(with why)")
     assert not listed - catalog.keys(), f"listed but not in the catalog: {sorted(listed - catalog.keys())}"
     pure = [name for name in NO_ROWS if name not in READS_NO_TABLE]
     assert {name: catalog[name] for name in pure} == dict.fromkeys(pure, "i"), "a NO_ROWS function reads tables"
@@ -526,6 +541,10 @@ def test_no_function_of_schema_hrag_returns_another_tenants_rows_listed_from_the
         for name, statement in sorted(REFUSED.items()):
             message = refused(conn, statement, params)
             assert "permission denied" in message or "must be owner" in message, (name, message)
+        for name in sorted(TRIGGERS):
+            with pytest.raises(psycopg.errors.FeatureNotSupported, match="can only be called as triggers"), \
+                    conn.transaction():
+                conn.execute(f"SELECT {name}")
         # check_integrity as tenant a: exactly a's problem, nothing of b's.
         problems = conn.execute("SELECT problem, node_id FROM hrag.check_integrity()").fetchall()
         assert problems == [("wrong_child_count", corpus.a_root)]
