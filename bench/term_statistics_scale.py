@@ -80,7 +80,9 @@ def main() -> int:
                      "hrag.collection_sizes")
         documents = conn.execute("SELECT count(*) FROM hrag.documents WHERE collection = 'bench'").fetchone()[0]
         rows = conn.execute("SELECT count(*) FROM hrag.document_terms").fetchone()[0]
-        problems = conn.execute("SELECT count(*) FROM hrag.check_integrity()").fetchone()[0]
+        # (the copies have no tree: 'document_without_root' is expected, a statistics problem is not)
+        problems = conn.execute("SELECT count(*) FROM hrag.check_integrity() "
+                                "WHERE problem <> 'document_without_root'").fetchone()[0]
     assert problems == 0, "the copied statistics disagree with the documents"
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{before}" TEMPLATE "{scaled}"')
