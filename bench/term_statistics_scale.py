@@ -132,6 +132,8 @@ def main() -> int:
     out = HERE / "results" / "term-statistics-scale.md"
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
+    for conn in conns.values():
+        conn.close()
     with psycopg.connect(admin, autocommit=True) as conn:
         for name in (before, scaled):
             conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
