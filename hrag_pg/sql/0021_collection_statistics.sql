@@ -257,6 +257,39 @@ COMMENT ON FUNCTION hrag._documents_changed() IS
 -- ---------------------------------------------------------------------------
 -- The triggers and today's counts; not on Citus (see above).
 -- ---------------------------------------------------------------------------
+CREATE FUNCTION hrag._drop_statistics_triggers()
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    terms_distributed     boolean := false;
+    documents_distributed boolean := false;
+BEGIN
+    -- (a distributed table has none of them, and Citus refuses DROP TRIGGER on one)
+    IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        terms_distributed := EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition
+                                      WHERE logicalrelid = 'hrag.document_terms'::regclass);
+        documents_distributed := EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition
+                                          WHERE logicalrelid = 'hrag.documents'::regclass);
+    END IF;
+    IF NOT terms_distributed THEN
+        DROP TRIGGER IF EXISTS document_terms_inserted ON hrag.document_terms;
+        DROP TRIGGER IF EXISTS document_terms_deleted ON hrag.document_terms;
+        DROP TRIGGER IF EXISTS document_terms_updated ON hrag.document_terms;
+        DROP TRIGGER IF EXISTS document_terms_truncated ON hrag.document_terms;
+    END IF;
+    IF NOT documents_distributed THEN
+        DROP TRIGGER IF EXISTS documents_inserted ON hrag.documents;
+        DROP TRIGGER IF EXISTS documents_deleted ON hrag.documents;
+        DROP TRIGGER IF EXISTS documents_updated ON hrag.documents;
+        DROP TRIGGER IF EXISTS documents_truncated ON hrag.documents;
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION hrag._drop_statistics_triggers() IS
+    'internal: drop the triggers that keep the per-collection statistics (not those of a distributed table), not part of the API';
+
 CREATE FUNCTION hrag._keep_collection_statistics()
 RETURNS void
 LANGUAGE plpgsql
@@ -265,14 +298,7 @@ BEGIN
     IF hrag._statistics_per_document() THEN
         RETURN;
     END IF;
-    DROP TRIGGER IF EXISTS document_terms_inserted ON hrag.document_terms;
-    DROP TRIGGER IF EXISTS document_terms_deleted ON hrag.document_terms;
-    DROP TRIGGER IF EXISTS document_terms_updated ON hrag.document_terms;
-    DROP TRIGGER IF EXISTS document_terms_truncated ON hrag.document_terms;
-    DROP TRIGGER IF EXISTS documents_inserted ON hrag.documents;
-    DROP TRIGGER IF EXISTS documents_deleted ON hrag.documents;
-    DROP TRIGGER IF EXISTS documents_updated ON hrag.documents;
-    DROP TRIGGER IF EXISTS documents_truncated ON hrag.documents;
+    PERFORM hrag._drop_statistics_triggers();
     -- no writer may change the documents between the counting and the triggers
     LOCK TABLE hrag.documents, hrag.document_terms IN SHARE MODE;
     DELETE FROM hrag.collection_terms;
@@ -877,23 +903,11 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    -- Citus refuses to distribute a table with triggers (and to drop a trigger
-    -- of a distributed one): the statistics are the per-document rows from
-    -- here on (hrag._statistics_per_document).
-    IF NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'hrag.document_terms'::regclass) THEN
-        DROP TRIGGER IF EXISTS document_terms_inserted ON hrag.document_terms;
-        DROP TRIGGER IF EXISTS document_terms_deleted ON hrag.document_terms;
-        DROP TRIGGER IF EXISTS document_terms_updated ON hrag.document_terms;
-        DROP TRIGGER IF EXISTS document_terms_truncated ON hrag.document_terms;
-        DELETE FROM hrag.collection_terms;
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'hrag.documents'::regclass) THEN
-        DROP TRIGGER IF EXISTS documents_inserted ON hrag.documents;
-        DROP TRIGGER IF EXISTS documents_deleted ON hrag.documents;
-        DROP TRIGGER IF EXISTS documents_updated ON hrag.documents;
-        DROP TRIGGER IF EXISTS documents_truncated ON hrag.documents;
-        DELETE FROM hrag.collection_sizes;
-    END IF;
+    -- Citus refuses to distribute a table with triggers: the statistics are
+    -- the per-document rows from here on (hrag._statistics_per_document).
+    PERFORM hrag._drop_statistics_triggers();
+    DELETE FROM hrag.collection_terms;
+    DELETE FROM hrag.collection_sizes;
 
     -- One connection per worker for the whole call: Citus distributes a
     -- function only in a transaction that has not fanned out in parallel.

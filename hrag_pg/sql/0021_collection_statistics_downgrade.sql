@@ -1,21 +1,7 @@
 -- hrag-pg revision 0021, downgrade: the lexical statistics are the per-document sums again.
 
--- The triggers (none on Citus, where hrag.distribute() dropped them, and where
--- Citus refuses DROP TRIGGER on a distributed table).
-DO $$
-BEGIN
-    IF NOT hrag._statistics_per_document() THEN
-        DROP TRIGGER IF EXISTS document_terms_inserted ON hrag.document_terms;
-        DROP TRIGGER IF EXISTS document_terms_deleted ON hrag.document_terms;
-        DROP TRIGGER IF EXISTS document_terms_updated ON hrag.document_terms;
-        DROP TRIGGER IF EXISTS document_terms_truncated ON hrag.document_terms;
-        DROP TRIGGER IF EXISTS documents_inserted ON hrag.documents;
-        DROP TRIGGER IF EXISTS documents_deleted ON hrag.documents;
-        DROP TRIGGER IF EXISTS documents_updated ON hrag.documents;
-        DROP TRIGGER IF EXISTS documents_truncated ON hrag.documents;
-    END IF;
-END
-$$;
+-- The triggers (a distributed table has none).
+SELECT hrag._drop_statistics_triggers();
 
 -- As at revision 0020.
 CREATE OR REPLACE FUNCTION hrag.refresh_document_terms(document_id uuid) RETURNS void
@@ -592,6 +578,7 @@ END
 $$;
 
 DROP FUNCTION hrag._keep_collection_statistics();
+DROP FUNCTION hrag._drop_statistics_triggers();
 DROP FUNCTION hrag._documents_changed();
 DROP FUNCTION hrag._document_terms_changed();
 DROP FUNCTION hrag._add_collection_sizes(text[], bigint[], bigint[]);

@@ -442,6 +442,7 @@ REFUSED: dict[str, str] = {
     "hrag._add_collection_sizes(text[],bigint[],bigint[])":
         "SELECT hrag._add_collection_sizes(ARRAY['b'], ARRAY[-1]::bigint[], ARRAY[-1]::bigint[])",
     "hrag._keep_collection_statistics()": "SELECT hrag._keep_collection_statistics()",
+    "hrag._drop_statistics_triggers()": "SELECT hrag._drop_statistics_triggers()",
 }
 
 #: Trigger functions: PostgreSQL refuses a direct call; they run only as their triggers, inside
