@@ -8,9 +8,9 @@
 -- grow with the number of documents: on the PostgreSQL manual (357 documents)
 -- a question's terms took 0.24 ms and the size 0.15 ms; on the same rows
 -- copied to 10,024 documents 1.73 ms and 0.56 ms, which the budget mode pays
--- three times per question.  A plain per-collection counter would make every
--- writer of a collection wait for the others (they would update the same
--- rows) and deadlock-prone.
+-- three times per question (auto-merge's hit share, hrag.sample_hits, once).
+-- A plain per-collection counter would make every writer of a collection wait
+-- for the others (they would update the same rows) and deadlock-prone.
 --
 -- So each collection's counts live in hrag.collection_terms (collection, term,
 -- leaves) and hrag.collection_sizes (collection, search_targets,
@@ -1002,6 +1002,30 @@ BEGIN
         table_name := spec.fn; distribution := 'by ' || spec.arg || ', colocated with hrag.nodes';
         RETURN NEXT;
     END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION hrag.sample_hits(k integer, collection text DEFAULT NULL, max_share real DEFAULT 0.1)
+RETURNS integer
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    targets bigint;
+BEGIN
+    IF max_share IS NULL THEN
+        RETURN k;
+    END IF;
+    -- the collection's search targets: its per-collection rows (on Citus a sum over its documents)
+    IF hrag._statistics_per_document() THEN
+        SELECT coalesce(sum(d.search_targets), 0) INTO targets
+          FROM hrag.documents d
+         WHERE sample_hits.collection IS NULL OR d.collection = sample_hits.collection;
+    ELSE
+        SELECT coalesce(sum(s.search_targets), 0)::bigint INTO targets
+          FROM hrag.collection_sizes s
+         WHERE sample_hits.collection IS NULL OR s.collection = sample_hits.collection;
+    END IF;
+    RETURN least(k, greatest(1, ceil(max_share * targets)))::integer;
 END
 $$;
 

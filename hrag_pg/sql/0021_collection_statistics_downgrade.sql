@@ -4,6 +4,16 @@
 SELECT hrag._drop_statistics_triggers();
 
 -- As at revision 0020.
+CREATE OR REPLACE FUNCTION hrag.sample_hits(k integer, collection text DEFAULT NULL::text, max_share real DEFAULT 0.1) RETURNS integer
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT CASE WHEN max_share IS NULL THEN k
+                ELSE least(k, greatest(1, ceil(max_share * (
+                         SELECT coalesce(sum(d.search_targets), 0) FROM hrag.documents d
+                          WHERE sample_hits.collection IS NULL OR d.collection = sample_hits.collection)))::integer)
+           END
+$$;
+
 CREATE OR REPLACE FUNCTION hrag.refresh_document_terms(document_id uuid) RETURNS void
     LANGUAGE sql
     AS $$

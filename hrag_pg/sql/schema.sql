@@ -2025,13 +2025,26 @@ COMMENT ON FUNCTION hrag.retrieve_hits(node_ids uuid[], scores real[], max_token
 
 -- FUNCTION: sample_hits(integer, text, real)
 CREATE FUNCTION hrag.sample_hits(k integer, collection text DEFAULT NULL::text, max_share real DEFAULT 0.1) RETURNS integer
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     AS $$
-    SELECT CASE WHEN max_share IS NULL THEN k
-                ELSE least(k, greatest(1, ceil(max_share * (
-                         SELECT coalesce(sum(d.search_targets), 0) FROM hrag.documents d
-                          WHERE sample_hits.collection IS NULL OR d.collection = sample_hits.collection)))::integer)
-           END
+DECLARE
+    targets bigint;
+BEGIN
+    IF max_share IS NULL THEN
+        RETURN k;
+    END IF;
+    -- the collection's search targets: its per-collection rows (on Citus a sum over its documents)
+    IF hrag._statistics_per_document() THEN
+        SELECT coalesce(sum(d.search_targets), 0) INTO targets
+          FROM hrag.documents d
+         WHERE sample_hits.collection IS NULL OR d.collection = sample_hits.collection;
+    ELSE
+        SELECT coalesce(sum(s.search_targets), 0)::bigint INTO targets
+          FROM hrag.collection_sizes s
+         WHERE sample_hits.collection IS NULL OR s.collection = sample_hits.collection;
+    END IF;
+    RETURN least(k, greatest(1, ceil(max_share * targets)))::integer;
+END
 $$;
 
 -- COMMENT: FUNCTION sample_hits(k integer, collection text, max_share real)

@@ -75,8 +75,11 @@ def test_the_statistics_follow_ingestion_edits_deletions_and_collections(conn: p
     assert_statistics_match(conn)
     assert conn.execute("SELECT sum(leaves) FROM hrag.collection_terms WHERE term = 'checkpoint'").fetchone()[0] == 1
 
+    # auto-merge's hit share reads the same size
+    assert conn.execute("SELECT hrag.sample_hits(100, 'manuals', 0.5)").fetchone()[0] == 3  # ceil(0.5 x 5)
     conn.execute("DELETE FROM hrag.documents WHERE id = %s", (one.document_id,))  # cascades to its rows
     assert_statistics_match(conn)
+    assert conn.execute("SELECT hrag.sample_hits(100, 'manuals', 0.5)").fetchone()[0] == 1  # ceil(0.5 x 2)
     conn.execute("DELETE FROM hrag.documents WHERE collection = 'manuals'")
     assert_statistics_match(conn)
     assert [r[0] for r in conn.execute("SELECT DISTINCT collection FROM hrag.collection_terms")] == ["other"]
