@@ -10,7 +10,8 @@ that as ``<database>_scale_0020`` and downgrades the copy to revision 0020,
 whose functions sum the per-document rows.  Times, interleaved per question
 on both databases, ``hrag._term_weights`` for the question's terms and
 ``hrag.retrieve`` at 2,000 tokens (the candidate stage reads the term
-statistics, the budget step the collection's size), and checks that both
+statistics, the budget step the collection's size) and auto-merge as the
+Python API asks it (its hit share reads the size too), and checks that both
 return the same rows.  Writes ``bench/results/term-statistics-scale.md``.
 """
 
@@ -39,6 +40,11 @@ from hrag_pg.embedding import default_embedder  # noqa: E402
 STATEMENTS = {
     "_term_weights(question's terms)": "SELECT * FROM hrag._term_weights(hrag.lexical_terms(%(qt)s), 'bench')",
     "retrieve(2000)": "SELECT * FROM hrag.retrieve(%(q)s, %(qt)s, 2000, 'bench')",
+    # auto-merge as the Python API asks it: hybrid hits, at most a tenth of the collection (hrag.sample_hits)
+    "auto-merge (hybrid, hit share 0.1)":
+        "WITH hit AS (SELECT node_id, score FROM hrag.search_hybrid(%(q)s, %(qt)s, hrag.sample_hits(12, 'bench', 0.1), "
+        "'bench')) SELECT * FROM hrag.auto_merge_hits(ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id), "
+        "ARRAY(SELECT score FROM hit ORDER BY score DESC, node_id), 0.5)",
 }
 
 COPY_DOCUMENTS = (
