@@ -589,6 +589,7 @@ $$;
 
 DROP FUNCTION hrag._keep_collection_statistics();
 DROP FUNCTION hrag._drop_statistics_triggers();
+DROP FUNCTION hrag._collection_size(text[]);
 DROP FUNCTION hrag._documents_changed();
 DROP FUNCTION hrag._document_terms_changed();
 DROP FUNCTION hrag._add_collection_sizes(text[], bigint[], bigint[]);

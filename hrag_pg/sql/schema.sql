@@ -504,6 +504,29 @@ $$;
 -- COMMENT: FUNCTION _check_threshold(merge_threshold real)
 COMMENT ON FUNCTION hrag._check_threshold(merge_threshold real) IS 'internal: argument check, not part of the API';
 
+-- FUNCTION: _collection_size(text[])
+CREATE FUNCTION hrag._collection_size(collections text[], OUT search_targets bigint, OUT total_tokens bigint) RETURNS record
+    LANGUAGE plpgsql STABLE
+    AS $$
+BEGIN
+    IF hrag._statistics_per_document() THEN
+        -- Citus: a sum over the documents, on the shards
+        SELECT coalesce(sum(d.search_targets), 0), coalesce(sum(d.total_tokens), 0)
+          INTO search_targets, total_tokens
+          FROM hrag.documents d
+         WHERE collections IS NULL OR d.collection = ANY (collections);
+    ELSE
+        SELECT coalesce(sum(s.search_targets), 0), coalesce(sum(s.total_tokens), 0)
+          INTO search_targets, total_tokens
+          FROM hrag.collection_sizes s
+         WHERE collections IS NULL OR s.collection = ANY (collections);
+    END IF;
+END
+$$;
+
+-- COMMENT: FUNCTION _collection_size(collections text[], OUT search_targets bigint, OUT total_tokens bigint)
+COMMENT ON FUNCTION hrag._collection_size(collections text[], OUT search_targets bigint, OUT total_tokens bigint) IS 'internal: search targets and stored tokens of collections (NULL: all visible), not part of the API';
+
 -- FUNCTION: _collection_visible(text)
 CREATE FUNCTION hrag._collection_visible(collection text) RETURNS boolean
     LANGUAGE sql STABLE
@@ -1108,17 +1131,10 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    -- The size of what was searched: the stored tokens of the hits' collections
-    -- (their per-collection rows; on Citus a sum over their documents).
-    IF hrag._statistics_per_document() THEN
-        SELECT greatest(coalesce(sum(d.total_tokens), 0), 1) INTO scope_tokens
-          FROM hrag.documents d
-         WHERE d.collection IN (SELECT h.collection FROM hrag.documents h WHERE h.id = ANY (document_ids));
-    ELSE
-        SELECT greatest(coalesce(sum(s.total_tokens), 0), 1) INTO scope_tokens
-          FROM hrag.collection_sizes s
-         WHERE s.collection IN (SELECT h.collection FROM hrag.documents h WHERE h.id = ANY (document_ids));
-    END IF;
+    -- The size of what was searched: the stored tokens of the hits' collections.
+    SELECT greatest(s.total_tokens, 1) INTO scope_tokens
+      FROM hrag._collection_size(ARRAY(SELECT DISTINCT h.collection FROM hrag.documents h
+                                        WHERE h.id = ANY (document_ids))) AS s;
 
     -- The hits (a duplicate id keeps its best score) and their weights; the
     -- ancestor climb runs per document (hrag._budget_candidates_document).
@@ -1359,56 +1375,36 @@ CREATE FUNCTION hrag._term_weights(terms text[], collection text) RETURNS TABLE(
     LANGUAGE plpgsql STABLE ROWS 10
     AS $$
 #variable_conflict use_column
+DECLARE
+    leaves      bigint;
+    found_terms text[];
+    found_df    bigint[];
 BEGIN
+    SELECT greatest(s.search_targets, 1) INTO leaves
+      FROM hrag._collection_size(CASE WHEN collection IS NULL THEN NULL ELSE ARRAY[collection] END) AS s;
     IF hrag._statistics_per_document() THEN
         -- Citus: the per-document rows, summed on the shards
-        RETURN QUERY
-        WITH n AS (
-            SELECT greatest(coalesce(sum(d.search_targets), 0), 1) AS leaves
-              FROM hrag.documents d
-             WHERE _term_weights.collection IS NULL OR d.collection = _term_weights.collection
-        ),
-        present AS (
-            SELECT t.term, sum(t.leaves) AS df
-              FROM hrag.document_terms t
-             WHERE t.term = ANY (terms)
-               AND (_term_weights.collection IS NULL OR t.collection = _term_weights.collection)
-             GROUP BY t.term
-        ),
-        freq AS (
-            SELECT q.term, coalesce(p.df, 0) AS df
-              FROM unnest(terms) AS q(term)
-              LEFT JOIN present p ON p.term = q.term
-        )
-        SELECT f.term, f.df, ln(1.0 + (n.leaves - f.df + 0.5) / (f.df + 0.5))::real
-          FROM freq f, n
-         WHERE f.df > 0
-         ORDER BY f.df, f.term;
-        RETURN;
+        SELECT array_agg(p.term), array_agg(p.df) INTO found_terms, found_df
+          FROM (SELECT t.term, sum(t.leaves)::bigint AS df
+                  FROM hrag.document_terms t
+                 WHERE t.term = ANY (terms)
+                   AND (_term_weights.collection IS NULL OR t.collection = _term_weights.collection)
+                 GROUP BY t.term) AS p;
+    ELSE
+        -- the per-collection rows: a few per term, whatever the number of documents
+        SELECT array_agg(p.term), array_agg(p.df) INTO found_terms, found_df
+          FROM (SELECT t.term, sum(t.leaves)::bigint AS df
+                  FROM hrag.collection_terms t
+                 WHERE t.term = ANY (terms)
+                   AND (_term_weights.collection IS NULL OR t.collection = _term_weights.collection)
+                 GROUP BY t.term) AS p;
     END IF;
-    -- The per-collection rows: a few per term, whatever the number of documents.
     RETURN QUERY
-    WITH n AS (
-        SELECT greatest(coalesce(sum(s.search_targets), 0), 1)::bigint AS leaves
-          FROM hrag.collection_sizes s
-         WHERE _term_weights.collection IS NULL OR s.collection = _term_weights.collection
-    ),
-    present AS (
-        SELECT t.term, sum(t.leaves)::bigint AS df
-          FROM hrag.collection_terms t
-         WHERE t.term = ANY (terms)
-           AND (_term_weights.collection IS NULL OR t.collection = _term_weights.collection)
-         GROUP BY t.term
-    ),
-    freq AS (
-        SELECT q.term, coalesce(p.df, 0) AS df
-          FROM unnest(terms) AS q(term)
-          LEFT JOIN present p ON p.term = q.term
-    )
-    SELECT f.term, f.df, ln(1.0 + (n.leaves - f.df + 0.5) / (f.df + 0.5))::real
-      FROM freq f, n
+    SELECT q.term, f.df, ln(1.0 + (leaves - f.df + 0.5) / (f.df + 0.5))::real
+      FROM unnest(terms) AS q(term)
+      JOIN unnest(found_terms, found_df) AS f(term, df) ON f.term = q.term
      WHERE f.df > 0
-     ORDER BY f.df, f.term;
+     ORDER BY f.df, q.term;
 END
 $$;
 
@@ -2033,16 +2029,8 @@ BEGIN
     IF max_share IS NULL THEN
         RETURN k;
     END IF;
-    -- the collection's search targets: its per-collection rows (on Citus a sum over its documents)
-    IF hrag._statistics_per_document() THEN
-        SELECT coalesce(sum(d.search_targets), 0) INTO targets
-          FROM hrag.documents d
-         WHERE sample_hits.collection IS NULL OR d.collection = sample_hits.collection;
-    ELSE
-        SELECT coalesce(sum(s.search_targets), 0)::bigint INTO targets
-          FROM hrag.collection_sizes s
-         WHERE sample_hits.collection IS NULL OR s.collection = sample_hits.collection;
-    END IF;
+    SELECT s.search_targets INTO targets
+      FROM hrag._collection_size(CASE WHEN collection IS NULL THEN NULL ELSE ARRAY[collection] END) AS s;
     RETURN least(k, greatest(1, ceil(max_share * targets)))::integer;
 END
 $$;

@@ -393,6 +393,9 @@ PROBES: dict[str, str] = {
     "hrag.node_text(uuid,uuid)": "SELECT hrag.node_text(%(b_doc)s, %(b_root)s)",
     # May the caller see b: the marker 'b' when it may.
     "hrag._collection_visible(text)": "SELECT CASE WHEN hrag._collection_visible('b') THEN 'b' END",
+    # A collection's size is b's data too (revision 0021): the marker 'b' when visible.
+    "hrag._collection_size(text[])":
+        "SELECT CASE WHEN s.search_targets > 0 THEN 'b' END FROM hrag._collection_size(ARRAY['b']) s",
     "hrag._term_weights(text[],text)":
         "SELECT * FROM hrag._term_weights(hrag.lexical_terms(%(b_all_text)s), %(collection)s)",
     # The per-document steps and their coordinator loops (revision 0010), asked for b's tree.
