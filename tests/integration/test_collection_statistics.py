@@ -120,6 +120,26 @@ def test_two_writers_of_one_collection_do_not_wait_for_each_other(db_url: str, c
     assert_statistics_match(conn)
 
 
+def test_a_repeatable_read_writer_meeting_a_fold_committed_since_its_snapshot_still_writes(
+        db_url: str, conn: psycopg.Connection) -> None:
+    """Its fold cannot lock the row the other writer deleted, so it adds its change alone; the sums stay right."""
+    first = _document(conn, "one", ["Vacuum reclaims storage.", "Indexes help."])
+    second = _document(conn, "two", ["Vacuum freezes old rows.", "Indexes help."])
+    conn.commit()
+    url = psycopg.conninfo.make_conninfo(db_url.replace("postgresql+psycopg://", "postgresql://"))
+    with psycopg.connect(url) as a, psycopg.connect(url) as b:
+        b.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        b.execute("SELECT count(*) FROM hrag.collection_terms").fetchone()  # b's snapshot, before a's fold
+        a.execute("UPDATE hrag.nodes SET content = 'Indexes help vacuum.' WHERE id = %s", (first.ids["one1"],))
+        a.execute("SELECT hrag.refresh_document_terms(%s)", (first.document_id,))
+        a.commit()  # vacuum's row folded and replaced
+        b.execute("UPDATE hrag.nodes SET content = 'Indexes help vacuum.' WHERE id = %s", (second.ids["two1"],))
+        b.execute("SELECT hrag.refresh_document_terms(%s)", (second.document_id,))
+        b.commit()
+    assert conn.execute("SELECT sum(leaves)::int FROM hrag.collection_terms WHERE term = 'vacuum'").fetchone()[0] == 4
+    assert_statistics_match(conn)
+
+
 def test_writers_in_threads_keep_the_sums_right(db_url: str, conn: psycopg.Connection) -> None:
     """Eight writers editing and refreshing their documents at once, many times."""
     docs = [_document(conn, f"d{i}", ["Vacuum reclaims storage.", "Analyze collects statistics."])
