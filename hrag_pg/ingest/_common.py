@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
-from hrag_pg.ingest.tree import DraftNode
+from hrag_pg.ingest.tree import MARKUP_KIND, DraftNode
 
 _BLANK_LINE_RE = re.compile(r"\n[ \t\f\v\r]*\n")
 _Level = TypeVar("_Level", int, float)
@@ -124,6 +124,22 @@ class LineReader:
     def _leaf(self, kind: str, start: int, stop: int, **fields: Any) -> None:
         """A leaf holding lines ``start`` up to ``stop`` (exclusive)."""
         self.cursor.leaf(self.current, *self.cursor.lines_span(start, stop), kind, **fields)
+
+    def _markup(self, start: int, stop: int) -> None:
+        """Lines ``start`` up to ``stop`` hold markup, not content: they go into the next node's
+        separator, or into a markup leaf if no node came before (text before the first node
+        has no holder)."""
+        if self.cursor.end is None:
+            self._leaf(MARKUP_KIND, start, stop)
+        self.i = stop
+
+    def _trailing_markup(self) -> None:
+        """Markup after the last node has no next node to hold it: a markup leaf of the root.
+
+        Of the root, not of the last section: it belongs to the whole document (a link
+        target may serve any section), and a section returned as context should not carry it.
+        """
+        self.cursor.leaf(self.root, self.cursor.end or 0, len(self.cursor.text), MARKUP_KIND)
 
     def _heading(self, start: int, stop: int, level: int, text: str) -> None:
         """Open the section of a heading written on lines ``start`` up to ``stop`` (markers included)."""

@@ -30,14 +30,14 @@ from collections.abc import Callable, Iterable
 from typing import Protocol, runtime_checkable
 
 from hrag_pg.ingest.tokens import DEFAULT_COUNTER, TokenCounter, count_joined, split_tokens, tail_tokens
-from hrag_pg.ingest.tree import DocumentTree, DraftNode
+from hrag_pg.ingest.tree import MARKUP_KIND, DocumentTree, DraftNode
 
 #: Leaves that are prose, eligible for sentence-level splitting.
 PROSE_KINDS = frozenset({"paragraph", "item", "sentence", "fact", "window"})
 #: Leaves split at line boundaries rather than sentences.
 LINE_KINDS = frozenset({"code", "function", "class", "table"})
-#: Leaves no splitter touches.
-NEVER_SPLIT = frozenset({"qa"})
+#: Leaves no splitter touches (markup is not embedded: no size to keep it under).
+NEVER_SPLIT = frozenset({"qa", MARKUP_KIND})
 
 _CLOSERS = r"」』）)\"'”’】］\]"
 _SENTENCE_END_RE = re.compile(rf"[。！？]+[{_CLOSERS}]*|[.!?]+[{_CLOSERS}]*(?=\s|$)")
@@ -414,7 +414,7 @@ def add_qa_children(tree: DocumentTree, generator: QuestionGenerator) -> Documen
     unchanged if the generator returns none.  Mutates and returns ``tree``.
     """
     for leaf in tree.root.leaves():
-        if leaf.kind == "qa":
+        if leaf.kind in ("qa", MARKUP_KIND):
             continue
         seen: set[str] = set()
         for question in generator.questions(leaf.content):

@@ -8,7 +8,7 @@ This is where the tree gets its identity and its bookkeeping:
   passage in two documents never collides.
 * **Pre-order numbering** (``seq``/``subtree_end``), ``depth``, ``position``
   and ``child_count`` (the hit-ratio denominator).
-* **Embedded text**: search targets (leaves) are embedded as
+* **Embedded text**: search targets (leaves, but not markup) are embedded as
   ``[heading > path] overlap+content`` so a child carries its context, while
   ``content`` stays the original text.
 * **Content hashes** over the embedded text and the model name, so an
@@ -30,7 +30,7 @@ from typing import Any
 
 from ..errors import IngestError
 from .tokens import DEFAULT_COUNTER, TokenCounter
-from .tree import DocumentTree, DraftNode
+from .tree import MARKUP_KIND, DocumentTree, DraftNode
 
 #: Namespace of every hrag id (uuid5).
 HRAG_NAMESPACE = uuid.UUID("6f1c8e2a-3b7d-5c1e-9a4f-2d8b0e6a7c35")
@@ -165,7 +165,8 @@ def flatten(
         repeats = bool(ancestors_titles) and ancestors_titles[-1] == title
         heading_path = [*ancestors_titles, title] if title and not repeats else list(ancestors_titles)
         content, metadata = node.content, dict(node.metadata)
-        is_target = node.is_leaf and depth > 0
+        # Markup leaves hold text no reader sees (a link's target): nothing to search for.
+        is_target = node.is_leaf and depth > 0 and node.kind != MARKUP_KIND
         if node.kind == "qa":
             # The question is what gets searched; it is not part of the parent's text.
             metadata["question"] = content

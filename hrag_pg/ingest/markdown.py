@@ -29,6 +29,11 @@ comment in the next node's separator instead (as the reStructuredText
 reader keeps its markup), or in the next block, lost a narrow question
 there: the comment leaf, embedded under its API's heading, is evidence for
 that API's section.
+
+Link reference definitions (``[label]: https://...``) render as nothing:
+they are kept in the next node's separator, as the reStructuredText reader
+keeps its hyperlink targets, and at the start or the end of the document
+(Node.js' pages end with hundreds) in a markup leaf, which is not searched.
 """
 
 from __future__ import annotations
@@ -48,6 +53,16 @@ _QUOTE_RE = re.compile(r"^ {0,3}>")
 _TABLE_DELIMITER_RE = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
 _SETEXT_UNDERLINE_RE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _COMMENT_START_RE = re.compile(r"^ {0,3}<!--")
+# A link reference definition: "[label]: destination", an optional title after it or on the
+# next line (CommonMark 4.7; a label holds no unescaped bracket).  "[Note]: read this" is no
+# definition (text after the destination that is no title), so it stays a paragraph.
+_TITLE = r"""(?:"[^"]*"|'[^']*'|\([^()]*\))"""
+_DESTINATION = r"(?:<[^<>\n]*>|[^\s<]\S*)"
+_DEFINITION_RE = re.compile(
+    rf"^ {{0,3}}\[(?:[^\[\]\\]|\\.)+\]:[ \t]*(?:{_DESTINATION}(?:[ \t]+{_TITLE})?)?[ \t]*$")
+_DEFINITION_LABEL_ONLY_RE = re.compile(r"\]:[ \t]*$")
+_DEFINITION_DESTINATION_RE = re.compile(rf"^[ \t]*{_DESTINATION}(?:[ \t]+{_TITLE})?[ \t]*$")
+_DEFINITION_TITLE_RE = re.compile(rf"^[ \t]*{_TITLE}[ \t]*$")
 
 
 def heading_of(line: str) -> tuple[int, str] | None:
@@ -102,9 +117,23 @@ class _Reader(LineReader):
                 self._quote()
             elif _LIST_RE.match(line):
                 self._list_item()
+            elif _DEFINITION_RE.match(line):
+                self._definitions()
             else:
                 self._paragraph()
+        self._trailing_markup()
         return self.root
+
+    def _definitions(self) -> None:
+        """Link reference definitions (a destination or title on its own line included): markup."""
+        j = self.i + 1
+        while j < len(self.lines):
+            line, previous = self.lines[j], self.lines[j - 1]
+            if not (_DEFINITION_RE.match(line) or _DEFINITION_TITLE_RE.match(line)
+                    or (_DEFINITION_LABEL_ONLY_RE.search(previous) and _DEFINITION_DESTINATION_RE.match(line))):
+                break
+            j += 1
+        self._markup(self.i, j)
 
     def _comment(self) -> None:
         """An HTML comment up to the line holding its ``-->`` (end of file if unclosed): one leaf."""

@@ -12,8 +12,11 @@ list items, tables, ``.. code-block::`` directives and the indented literal
 block after a paragraph ending in ``::`` (both "code"), other directives
 (``.. note::`` with its body) as paragraphs.  Markup that is no content
 (comments, hyperlink targets, ``toctree``/``index``/``contents`` and similar
-directives, transitions, a lone ``::``) is kept in the next node's
-separator, so the root's full text is still the document.
+directives, transitions, a lone ``::``, and Sphinx's file-wide metadata
+such as ``:orphan:`` before the first title) is kept in the next node's
+separator, so the root's full text is still the document; before the first
+node or after the last it is a markup leaf, which is not searched (see
+:mod:`hrag_pg.ingest.tree`).
 
 This is a line-oriented reader for the common subset of reStructuredText,
 not docutils: anything it does not recognise is read as a paragraph, which
@@ -27,7 +30,7 @@ from typing import Any
 
 from hrag_pg.ingest._common import LineReader, lone_title
 from hrag_pg.ingest._common import is_blank as _is_blank
-from hrag_pg.ingest.tree import DocumentTree, DraftNode
+from hrag_pg.ingest.tree import MARKUP_KIND, DocumentTree, DraftNode
 
 # A line of one repeated punctuation character (reStructuredText's adornment characters).
 _ADORNMENT_RE = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}[ \t]*$")
@@ -39,6 +42,8 @@ _FOOTNOTE_RE = re.compile(r"^\.\.[ \t]+\[[^\]]+\]")
 _LIST_RE = re.compile(r"^[ \t]*(?:[-*+•‣⁃]|\(?(?:\d+|[a-zA-Z#]|[ivxlcdmIVXLCDM]+)[.)])(?:[ \t]+|$)")
 _GRID_TABLE_RE = re.compile(r"^[ \t]*\+[-=+]+\+[ \t]*$")
 _SIMPLE_TABLE_RE = re.compile(r"^[ \t]*=+(?:[ \t]+=+)+[ \t]*$")
+# Sphinx's file-wide metadata, a field list before the first title or paragraph (":orphan:").
+_FILE_METADATA_RE = re.compile(r"^:(?:orphan|nocomments|nosearch|tocdepth):(?:[ \t].*)?$")
 _CODE_DIRECTIVES = frozenset({"code", "code-block", "sourcecode", "literalinclude", "doctest", "testcode"})
 # Directives that hold navigation or markup, not text a question would be answered by.
 _MARKUP_DIRECTIVES = frozenset({
@@ -58,6 +63,10 @@ class _Reader(LineReader):
         super().__init__(text)
         self.styles: list[tuple[str, bool]] = []  # adornment styles in order of first appearance
 
+    def _before_content(self) -> bool:
+        """No title and no leaf but markup read yet (where Sphinx reads file-wide metadata)."""
+        return len(self.stack) == 1 and all(child.kind == MARKUP_KIND for child in self.root.children)
+
     def _line(self, index: int) -> str:
         return self.lines[index] if 0 <= index < len(self.lines) else ""
 
@@ -66,6 +75,8 @@ class _Reader(LineReader):
             line = self.lines[self.i]
             if _is_blank(line):
                 self.i += 1
+            elif _FILE_METADATA_RE.match(line) and self._before_content():
+                self._markup(self.i, self.i + 1)
             elif self._title():
                 continue
             elif _ADORNMENT_RE.match(line):
@@ -78,16 +89,8 @@ class _Reader(LineReader):
                 self._indented_block("item")
             else:
                 self._paragraph()
-        # Markup after the last leaf has no next node to carry it as separator: it is a leaf.
-        self.cursor.leaf(self.current, self.cursor.end or 0, len(self.cursor.text), "paragraph")
+        self._trailing_markup()
         return self.root
-
-    def _markup(self, start: int, stop: int) -> None:
-        """Lines ``start`` up to ``stop`` that are markup, not content: the next node's separator,
-        or a leaf if no node came before (the text before the first node has no holder)."""
-        if self.cursor.end is None:
-            self._leaf("paragraph", start, stop)
-        self.i = stop
 
     def _body_end(self, start: int, base: int) -> int:
         """Index just past the block at ``start``: its following lines indented deeper than

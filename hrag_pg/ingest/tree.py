@@ -13,6 +13,12 @@ blank line, two blank lines, a page break, nothing when a split piece
 continues the previous one).  A node's full text is therefore its subtree's
 contents in document order, joined by their separators, and the root's full
 text is the document itself (see :meth:`DraftNode.full_text`).
+
+Markup that no reader sees (reStructuredText targets and directives,
+Markdown link reference definitions) is kept in the next node's separator.
+Where no node follows or none came before, it is a leaf of kind
+:data:`MARKUP_KIND`: stored and returned with its ancestors' text, so the
+document stays whole, but neither embedded nor searched.
 """
 
 from __future__ import annotations
@@ -20,6 +26,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+#: A leaf of markup only (see the module docstring): text, but no search target.
+MARKUP_KIND = "markup"
 
 
 @dataclass

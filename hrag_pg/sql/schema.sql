@@ -1532,12 +1532,14 @@ BEGIN
       ) AS expected
      WHERE n.seq IS DISTINCT FROM expected.seq OR n.subtree_end IS DISTINCT FROM expected.subtree_end
     UNION ALL
-    -- every leaf below the root is a search target
+    -- every leaf below the root is a search target, but markup (text no
+    -- reader sees, such as a link's target, revision 0022)
     SELECT 'leaf_without_embedding', n.document_id, n.id,
            format('%s leaf at depth %s has no embedding: re-ingest its document with --force', n.kind, n.depth)
       FROM hrag.nodes n
      WHERE n.embedding IS NULL
        AND n.depth > 0
+       AND n.kind <> 'markup'
        AND NOT EXISTS (SELECT 1 FROM hrag.nodes c WHERE c.document_id = n.document_id AND c.parent_id = n.id);
 
     IF hrag._statistics_per_document() THEN
@@ -1584,7 +1586,7 @@ END
 $$;
 
 -- COMMENT: FUNCTION check_integrity()
-COMMENT ON FUNCTION hrag.check_integrity() IS 'One row per problem: vector index, roots, child counts, pre-order ranges, depths, leaves without embedding';
+COMMENT ON FUNCTION hrag.check_integrity() IS 'One row per problem: vector index, roots, child counts, pre-order ranges, depths, leaves without embedding (markup leaves excepted), term statistics';
 
 -- FUNCTION: create_tenant_role(name, text[], boolean)
 CREATE FUNCTION hrag.create_tenant_role(role_name name, collections text[], can_write boolean DEFAULT false) RETURNS void

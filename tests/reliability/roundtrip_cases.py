@@ -160,8 +160,14 @@ quote = st.lists(words, min_size=1, max_size=3).map(lambda ls: "\n".join(f"> {li
 html_comment = st.tuples(st.lists(st.one_of(words, heading, st.just("  - v1.2.3"), st.just("")), max_size=4),
                          st.sampled_from([" -->", "-->", "--> trailing", ""])
                          ).map(lambda t: "<!-- YAML\n" + "\n".join(t[0]) + ("\n" + t[1] if t[1] else ""))
+#: Link reference definitions (markup: the next node's separator, or a markup leaf at either end),
+#: a destination or title on a line of its own included; "[^1]: ..." is a footnote, content.
+link_definitions = st.lists(st.tuples(st.sampled_from(ENGLISH), st.sampled_from(
+    ["https://example.org", "#anchor", '<a b> "Title"', "\n  <#on-the-next-line>\n  'title'"])),
+    min_size=1, max_size=3).map(lambda defs: "\n".join(f"[{label}]: {target}" for label, target in defs))
 markdown_block = st.one_of(heading, heading, paragraph(), paragraph(), list_block, code_block, table, quote,
-                           long_line, st.just("#"), st.just("---"), html_comment, st.just("<!--type=module-->"))
+                           long_line, st.just("#"), st.just("---"), html_comment, st.just("<!--type=module-->"),
+                           link_definitions, st.just("[^1]: a footnote"))
 
 
 @st.composite

@@ -15,7 +15,9 @@ parents and wide sections) and then:
   every node the join of its stored range; every node hangs below the root,
   child counts are real; re-ingesting changes nothing;
 * ids, before and in the database, are uuid5 of collection, source and the
-  structural path, recomputed by the test (not by the code under test).
+  structural path, recomputed by the test (not by the code under test);
+* a document of markup alone (link definitions, rST targets) has nothing to
+  search: it is refused with a clear error and nothing is stored.
 """
 
 from __future__ import annotations
@@ -30,12 +32,14 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from hrag_pg.api import HRAG
+from hrag_pg.errors import IngestError
 from hrag_pg.ingest.flatten import FlatDocument
 from hrag_pg.ingest.loaders import load_document
 from hrag_pg.ingest.markdown import parse_markdown
 from hrag_pg.ingest.pipeline import IngestOptions, prepare_tree
 from hrag_pg.ingest.rst import parse_rst
 from hrag_pg.ingest.tokens import ApproximateTokenCounter
+from hrag_pg.ingest.tree import MARKUP_KIND, DraftNode
 from tests.reliability.roundtrip_cases import (
     Case,
     clause_cases,
@@ -62,9 +66,22 @@ def _check_rows(case: Case, doc: FlatDocument) -> None:
         assert text_of_rows(rows[n.seq:n.subtree_end + 1]) in case.expected, f"{n.kind} {n.title!r}"
 
 
+def only_markup(root: DraftNode) -> bool:
+    """Whether the parsed document has no leaf to search (every leaf below the root is markup)."""
+    return all(leaf.kind == MARKUP_KIND for leaf in root.leaves() if leaf is not root)
+
+
+NOTHING_TO_SEARCH = "yields no leaves to search"
+
+
 def check_before_the_database(case: Case, opts: IngestOptions) -> None:
     source = f"{case.kind}-{next(_sources)}"
     tree = case.parse(case.text, source)
+    if only_markup(tree.root):
+        assert tree.root.full_text() == case.expected
+        with pytest.raises(IngestError, match=NOTHING_TO_SEARCH):
+            prepare_tree(tree, opts, collection=COLLECTION, counter=ApproximateTokenCounter())
+        return
     doc = prepare_tree(tree, opts, collection=COLLECTION, counter=ApproximateTokenCounter())
     assert tree.root.full_text() == case.expected
     _check_rows(case, doc)
@@ -125,6 +142,11 @@ def test_html_round_trips_to_its_extracted_text_before_the_database(case: Case, 
 def ingest_and_check(hrag: HRAG, sql: psycopg.Connection, case: Case, opts: IngestOptions) -> None:
     source = f"property/{case.kind}-{next(_sources)}"
     tree = case.parse(case.text, source)
+    if only_markup(tree.root):
+        with pytest.raises(IngestError, match=NOTHING_TO_SEARCH):
+            hrag.ingest_tree(tree, collection=COLLECTION, options=opts)
+        assert sql.execute("SELECT count(*) FROM hrag.documents WHERE source = %s", (source,)).fetchone()[0] == 0
+        return
     result = hrag.ingest_tree(tree, collection=COLLECTION, options=opts)  # refines ``tree`` in place
     assert result.status == "created"
     doc_id = result.document_id

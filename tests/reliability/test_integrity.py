@@ -223,3 +223,27 @@ def test_an_invalid_vector_index_is_reported_and_rebuilt_by_repair(
     assert hrag.repository.repair_integrity()["vector_index"] == 1
     assert _valid_hnsw_indexes(sql) == 1
     assert _vector_index_problems(hrag) == set()
+
+
+_LINKED = ("# Timers\n\nUse [`setTimeout()`][] to wait.\n\n## Delays\n\n"
+           "A delay above `2147483647` becomes `1`.\n\n"
+           "[`setTimeout()`]: #settimeoutzanzibar\n[`clearTimeout()`]: #cleartimeoutzanzibar\n")
+
+
+def test_markup_leaves_are_stored_whole_not_searched_and_not_reported_as_unembedded(
+    hrag: HRAG, sql: psycopg.Connection, tmp_path: Path
+) -> None:
+    path = tmp_path / "timers.md"
+    path.write_text(_LINKED, encoding="utf-8")
+    assert hrag.ingest([path], stop_on_error=True).results[0].status == "created"
+    markup = sql.execute("SELECT depth, embedding IS NULL, lexical_hashes IS NULL, content FROM hrag.nodes "
+                         "WHERE kind = 'markup'").fetchall()
+    assert markup == [(1, True, True, "[`setTimeout()`]: #settimeoutzanzibar\n"
+                                      "[`clearTimeout()`]: #cleartimeoutzanzibar")]
+    assert hrag.repository.node_text(root_id(sql, path)) == _LINKED.rstrip("\n")
+    assert hrag.repository.check_integrity() == []
+    # the link targets' words are not searched: the lexical channel finds nothing for them
+    vector = hrag.embedder.embed(["settimeoutzanzibar"])[0].tolist()
+    lexical = sql.execute("SELECT count(*) FROM hrag.search_hybrid(%s::real[]::vector, 'settimeoutzanzibar') "
+                          "WHERE lexical_score > 0", (vector,)).fetchone()[0]
+    assert lexical == 0

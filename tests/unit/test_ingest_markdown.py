@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 from hrag_pg.ingest.markdown import heading_of, parse_markdown
 from hrag_pg.ingest.pipeline import IngestOptions, prepare_tree
 from hrag_pg.ingest.tokens import ApproximateTokenCounter
+from hrag_pg.ingest.tree import MARKUP_KIND
 
 from .ingest_checks import FIXTURES, assert_leaves_nonempty, assert_text_preserved, find, shape
 
@@ -134,7 +135,8 @@ _setext = st.builds(
 )
 _fence = st.builds(lambda body: f"```\n# {body}\n```", st.text(alphabet="abc #", max_size=10))
 _comment = st.builds(lambda body: f"<!-- {body} -->", st.text(alphabet="ab -\n#", max_size=12))
-_block = st.one_of(_heading, _setext, _words, _fence, st.builds(lambda w: f"- {w}", _words), _comment)
+_definition = st.builds(lambda label: f"[{label}]: #{label}", st.text(alphabet="ab `", min_size=1, max_size=6))
+_block = st.one_of(_heading, _setext, _words, _fence, st.builds(lambda w: f"- {w}", _words), _comment, _definition)
 
 
 @settings(max_examples=150, deadline=None)
@@ -303,3 +305,47 @@ def test_a_comment_interrupts_a_paragraph_and_an_unclosed_one_runs_to_the_end() 
     assert [(c.kind, c.content) for c in tree.root.children[:2]] == [
         ("paragraph", "<!-- a\n# not a heading\n- nor an item -->"), ("paragraph", "Intro.")]
     assert [c.content for c in find(tree, "Next").children] == ["Body.", "<!-- unclosed\n\n# still it"]
+
+
+_LINKED_DOC = (
+    "[spec]: https://spec.commonmark.org\n\n"
+    "# Timers\n\n"
+    "Use [`setTimeout()`][] or see [the spec][spec].\n\n"
+    "[`setTimeout()`]: #settimeoutcallback-delay-args\n"
+    "[spec]: https://spec.commonmark.org \"CommonMark\"\n\n"
+    "## `setTimeout(callback[, delay])`\n\n"
+    "When `delay` is larger than `2147483647`, it is set to `1`.\n\n"
+    "[`clearTimeout()`]: #cleartimeouttimeout\n"
+    "[`setInterval()`]:\n"
+    "  <#setintervalcallback-delay-args>\n"
+    "  'the title on its own line'\n"
+    "[DEP0126]: deprecations.md#DEP0126\n"
+)
+
+
+def test_link_reference_definitions_are_markup_kept_out_of_every_searched_leaf() -> None:
+    tree = parse_markdown(_LINKED_DOC, "timers.md")
+    assert tree.root.full_text() == _LINKED_DOC.rstrip("\n")
+    # between two nodes: the next node's separator (here the heading's)
+    call = find(tree, "`setTimeout(callback[, delay])`")
+    assert call.separator == ("\n\n[`setTimeout()`]: #settimeoutcallback-delay-args\n"
+                              "[spec]: https://spec.commonmark.org \"CommonMark\"\n\n")
+    # before the first node and after the last: markup leaves, the last one of the root (not of
+    # the last section, which is returned as context without them)
+    first, last = tree.root.children[0], tree.root.children[-1]
+    assert (first.kind, first.content) == (MARKUP_KIND, "[spec]: https://spec.commonmark.org")
+    assert last.kind == MARKUP_KIND and last.content.startswith("[`clearTimeout()`]:")
+    assert last.content.endswith("[DEP0126]: deprecations.md#DEP0126")
+    assert [c.content for c in call.children] == ["When `delay` is larger than `2147483647`, it is set to `1`."]
+    flat = prepare_tree(tree, IngestOptions(), counter=ApproximateTokenCounter())
+    assert [(n.kind, n.embed_text) for n in flat.nodes if n.kind == MARKUP_KIND] == [(MARKUP_KIND, None)] * 2
+    assert not any("]: " in n.embed_text for n in flat.search_targets)
+
+
+def test_lines_that_only_look_like_link_definitions_stay_text() -> None:
+    text = ("[Note]: read the whole page first.\n\n[^1]: A footnote, which is content.\n\n"
+            "A paragraph\n[x]: y inside it is no definition.\n\n    [indented]: code")
+    tree = parse_markdown(text, "x.md")
+    assert [(c.kind, c.content) for c in tree.root.children] == [
+        ("paragraph", "[Note]: read the whole page first."), ("paragraph", "[^1]: A footnote, which is content."),
+        ("paragraph", "A paragraph\n[x]: y inside it is no definition."), ("paragraph", "    [indented]: code")]

@@ -4,7 +4,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hrag_pg.ingest._common import normalise_text
+from hrag_pg.ingest.pipeline import IngestOptions, prepare_tree
 from hrag_pg.ingest.rst import parse_rst
+from hrag_pg.ingest.tokens import ApproximateTokenCounter
+from hrag_pg.ingest.tree import MARKUP_KIND
 
 from .ingest_checks import FIXTURES, assert_leaves_nonempty, find
 
@@ -46,7 +49,7 @@ def test_a_paragraph_ending_in_double_colon_introduces_a_literal_code_leaf() -> 
         ("code", "    pip install hrag-pg\n    hrag migrate"),
     ]
     # a lone "::" only introduces its block: no leaf of its own
-    assert leaves_of(tree, "Configuration")[-2] == ("code", "    SET hrag.auto_floor = 0.5;")
+    assert leaves_of(tree, "Configuration")[-1] == ("code", "    SET hrag.auto_floor = 0.5;")
 
 
 def test_code_directives_are_code_with_their_language_and_other_directives_are_paragraphs() -> None:
@@ -79,11 +82,26 @@ def test_comments_targets_transitions_and_navigation_are_no_leaves_but_no_text_i
     text, tree = manual()
     contents = [leaf.content for leaf in tree.root.leaves()]
     assert not any("This comment" in c or ".. contents::" in c or c == "----------" for c in contents)
-    # markup before the first node and after the last one has no separator to live in: it is a leaf
-    assert contents[0].startswith(".. image:: banner.svg")
-    assert contents[-1] == ".. _hrag-pg: https://example.org/hrag-pg\n.. |version| replace:: 1.0"
+    # markup before the first node and after the last one has no separator to live in: it is a
+    # markup leaf, the last one of the root (it belongs to no section), and neither is searched
+    first, last = tree.root.children[0], tree.root.children[-1]
+    assert (first.kind, first.content.splitlines()[0]) == (MARKUP_KIND, ".. image:: banner.svg")
+    assert (last.kind, last.content) == (MARKUP_KIND, ".. _hrag-pg: https://example.org/hrag-pg\n"
+                                                      ".. |version| replace:: 1.0")
+    flat = prepare_tree(parse_rst(text, "guide.rst"), IngestOptions(), counter=ApproximateTokenCounter())
+    assert [(n.kind, n.embed_text) for n in flat.nodes if n.kind == MARKUP_KIND] == [(MARKUP_KIND, None)] * 2
     assert tree.root.full_text() == normalise_text(text).strip()
     assert_leaves_nonempty(tree)
+
+
+def test_sphinx_file_metadata_before_the_first_title_is_markup_and_after_it_text() -> None:
+    text = ":orphan:\n\n.. _install:\n\nInstall\n=======\n\n:tocdepth: 2\n\nRun it."
+    tree = parse_rst(text, "install.rst")
+    assert [(c.kind, c.content) for c in tree.root.children[:1]] == [(MARKUP_KIND, ":orphan:")]
+    section = find(tree, "Install")
+    assert section.separator == "\n\n.. _install:\n\n"  # between two nodes: the next one's separator
+    assert [(c.kind, c.content) for c in section.children] == [("paragraph", ":tocdepth: 2"), ("paragraph", "Run it.")]
+    assert tree.root.full_text() == text
 
 
 def test_a_line_underlined_after_a_paragraph_line_is_not_a_title() -> None:
