@@ -11,6 +11,12 @@ from typing import Any, TypeVar
 
 from hrag_pg.ingest.tree import MARKUP_KIND, DraftNode
 
+#: Sphinx directives that hold navigation or markup, not text a question would be answered by
+#: (``.. toctree::`` in reStructuredText, a ```` ```{toctree} ```` fence in MyST Markdown).
+MARKUP_DIRECTIVES = frozenset({
+    "toctree", "index", "highlight", "contents", "sectnum", "include", "meta", "raw", "image",
+    "currentmodule", "default-role", "role", "tabularcolumns", "autosummary",
+})
 _BLANK_LINE_RE = re.compile(r"\n[ \t\f\v\r]*\n")
 _Level = TypeVar("_Level", int, float)
 

@@ -34,13 +34,15 @@ Link reference definitions (``[label]: https://...``) render as nothing:
 they are kept in the next node's separator, as the reStructuredText reader
 keeps its hyperlink targets, and at the start or the end of the document
 (Node.js' pages end with hundreds) in a markup leaf, which is not searched.
+So are MyST's targets (``(label)=``) and its navigation fences
+(```` ```{toctree} ````), as the reStructuredText reader reads their rST forms.
 """
 
 from __future__ import annotations
 
 import re
 
-from hrag_pg.ingest._common import LineReader, lone_title
+from hrag_pg.ingest._common import MARKUP_DIRECTIVES, LineReader, lone_title
 from hrag_pg.ingest._common import is_blank as _is_blank
 from hrag_pg.ingest.plaintext import PlainHeadings
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
@@ -62,6 +64,8 @@ _DEFINITION_RE = re.compile(
     rf"^ {{0,3}}\[(?:[^\[\]\\]|\\.)+\]:[ \t]*(?:{_DESTINATION}(?:[ \t]+{_TITLE})?)?[ \t]*$")
 _DEFINITION_LABEL_ONLY_RE = re.compile(r"\]:[ \t]*$")
 _DEFINITION_DESTINATION_RE = re.compile(rf"^[ \t]*{_DESTINATION}(?:[ \t]+{_TITLE})?[ \t]*$")
+# A MyST target, "(label)=" on its own line before a heading: rST's ".. _label:".
+_MYST_TARGET_RE = re.compile(r"^ {0,3}\([^()\s]+\)=[ \t]*$")
 _DEFINITION_TITLE_RE = re.compile(rf"^[ \t]*{_TITLE}[ \t]*$")
 
 
@@ -119,6 +123,8 @@ class _Reader(LineReader):
                 self._list_item()
             elif _DEFINITION_RE.match(line):
                 self._definitions()
+            elif _MYST_TARGET_RE.match(line):
+                self._markup(self.i, self.i + 1)
             else:
                 self._paragraph()
         self._trailing_markup()
@@ -170,6 +176,9 @@ class _Reader(LineReader):
         assert match is not None
         end = self._fence_end(self.i)
         language = match.group(3).strip().split(" ")[0] if match.group(3).strip() else None
+        if language and language.startswith("{") and language.strip("{}") in MARKUP_DIRECTIVES:
+            self._markup(self.i, end)  # MyST's ```{toctree}: navigation, as rST's .. toctree::
+            return
         metadata = {"language": language} if language else {}
         self._leaf("code", self.i, end, metadata=metadata)
         self.i = end

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hrag_pg.ingest._common import LineReader, lone_title
+from hrag_pg.ingest._common import MARKUP_DIRECTIVES, LineReader, lone_title
 from hrag_pg.ingest._common import is_blank as _is_blank
 from hrag_pg.ingest.tree import MARKUP_KIND, DocumentTree, DraftNode
 
@@ -45,11 +45,6 @@ _SIMPLE_TABLE_RE = re.compile(r"^[ \t]*=+(?:[ \t]+=+)+[ \t]*$")
 # Sphinx's file-wide metadata, a field list before the first title or paragraph (":orphan:").
 _FILE_METADATA_RE = re.compile(r"^:(?:orphan|nocomments|nosearch|tocdepth):(?:[ \t].*)?$")
 _CODE_DIRECTIVES = frozenset({"code", "code-block", "sourcecode", "literalinclude", "doctest", "testcode"})
-# Directives that hold navigation or markup, not text a question would be answered by.
-_MARKUP_DIRECTIVES = frozenset({
-    "toctree", "index", "highlight", "contents", "sectnum", "include", "meta", "raw", "image",
-    "currentmodule", "default-role", "role", "tabularcolumns", "autosummary",
-})
 
 
 def _indent(line: str) -> int:
@@ -154,7 +149,7 @@ class _Reader(LineReader):
             if name in _CODE_DIRECTIVES:
                 language = (directive.group(2) or "").strip().split(" ")[0]
                 self._indented_block("code", metadata={"language": language} if language else {})
-            elif name in _MARKUP_DIRECTIVES:
+            elif name in MARKUP_DIRECTIVES:
                 self._markup(self.i, self._body_end(self.i, _indent(line)))
             else:
                 self._indented_block("paragraph")

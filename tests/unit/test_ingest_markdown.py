@@ -349,3 +349,17 @@ def test_lines_that_only_look_like_link_definitions_stay_text() -> None:
     assert [(c.kind, c.content) for c in tree.root.children] == [
         ("paragraph", "[Note]: read the whole page first."), ("paragraph", "[^1]: A footnote, which is content."),
         ("paragraph", "A paragraph\n[x]: y inside it is no definition."), ("paragraph", "    [indented]: code")]
+
+
+def test_myst_targets_and_navigation_fences_are_markup_like_their_rst_forms() -> None:
+    text = ("(install)=\n\n# Install\n\n```{toctree}\n:hidden:\ncli/index\n```\n\n"
+            "```{note}\nA note is content.\n```\n\n(next)=\n## Next\n\nSee (a)= in text.")
+    tree = parse_markdown(text, "index.md")
+    assert tree.root.full_text() == text
+    assert (tree.root.children[0].kind, tree.root.children[0].content) == (MARKUP_KIND, "(install)=")
+    install = find(tree, "Install")
+    assert [c.content for c in install.children if c.kind != "section"] == [
+        "```{note}\nA note is content.\n```"]
+    assert install.children[0].separator == "\n\n```{toctree}\n:hidden:\ncli/index\n```\n\n"
+    assert find(tree, "Next").separator == "\n\n(next)=\n"
+    assert [c.content for c in find(tree, "Next").children] == ["See (a)= in text."]
