@@ -220,7 +220,9 @@ def flatten(
 
     visit(tree.root, None, "", 0, 0, [])
     if not doc.search_targets:
-        raise IngestError(f"{tree.source}: the document's structure yields no leaves to search")
+        markup = any(n.kind == MARKUP_KIND for n in doc.nodes)
+        raise IngestError(f"{tree.source}: the document's structure yields no leaves to search"
+                          + (" (it holds only markup: link definitions, targets, navigation)" if markup else ""))
     doc.content_hash = _sha(
         "document",
         doc.title or "",

@@ -29,7 +29,7 @@ from typing import Literal
 from hrag_pg.errors import IngestError
 from hrag_pg.ingest.children import LINE_KINDS, pieces_as_leaves, split_text
 from hrag_pg.ingest.tokens import DEFAULT_COUNTER, TokenCounter, count_parts
-from hrag_pg.ingest.tree import DocumentTree, DraftNode, contents_in_order
+from hrag_pg.ingest.tree import MARKUP_KIND, DocumentTree, DraftNode, contents_in_order
 
 
 def _runs(node: DraftNode, limit: int, counter: TokenCounter,
@@ -85,7 +85,9 @@ def _wrapped_leaf_runs(node: DraftNode, limit: int, counter: TokenCounter) -> li
     heading) had the whole chapter or document as their parent, up to
     121,000 tokens in the PostgreSQL manual; wrapped, their parent is the
     run of text they stand in.  The wrappers have no text and no title, so
-    the full text and the leaves' embedded texts stay as they were.
+    the full text and the leaves' embedded texts stay as they were.  Markup
+    alone (a page's closing link definitions) is not wrapped: it is never a
+    hit, so its parent is never returned for it.
     """
     out: list[DraftNode] = []
     run: list[DraftNode] = []
@@ -93,6 +95,10 @@ def _wrapped_leaf_runs(node: DraftNode, limit: int, counter: TokenCounter) -> li
 
     def flush() -> None:
         nonlocal number
+        if all(leaf.kind == MARKUP_KIND for leaf in run):  # never a hit: its parent is never returned
+            out.extend(run)
+            run.clear()
+            return
         for leaves in _runs(DraftNode(kind=node.kind), limit, counter, run):
             number += 1
             out.append(DraftNode(kind="part", children=leaves, key=f"text#{number}"))

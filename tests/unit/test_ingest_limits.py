@@ -6,7 +6,7 @@ from hrag_pg.errors import IngestError
 from hrag_pg.ingest.limits import enforce_parent_limit
 from hrag_pg.ingest.markdown import parse_markdown
 from hrag_pg.ingest.tokens import ApproximateTokenCounter
-from hrag_pg.ingest.tree import DocumentTree, DraftNode
+from hrag_pg.ingest.tree import MARKUP_KIND, DocumentTree, DraftNode
 
 from .ingest_checks import assert_leaves_nonempty, assert_text_preserved
 
@@ -104,3 +104,13 @@ def test_leaves_beside_sections_get_a_parent_within_the_limit(layout: str) -> No
     assert_text_preserved(text, tree)
     wrappers = [node for node, _ in tree.root.walk() if node.kind == "part"]
     assert len(wrappers) >= 2 and all(w.title is None and not w.content for w in wrappers)
+
+
+def test_closing_link_definitions_of_an_oversize_document_stay_a_leaf_of_the_root() -> None:
+    # (a "part" around them would be a parent of nothing searchable: markup is never a hit)
+    text = big_section_doc() + "\n\n[a]: https://example.org/a\n[b]: #b\n"
+    tree = enforce_parent_limit(parse_markdown(text, "guide.md"), max_parent_tokens=100, counter=counter)
+    assert counter.count(text) > 100
+    last = tree.root.children[-1]
+    assert (last.kind, last.content) == (MARKUP_KIND, "[a]: https://example.org/a\n[b]: #b")
+    assert_text_preserved(text, tree)
