@@ -36,7 +36,8 @@ from hrag_pg.ingest.tree import MARKUP_KIND, DocumentTree, DraftNode
 PROSE_KINDS = frozenset({"paragraph", "item", "sentence", "fact", "window"})
 #: Leaves split at line boundaries rather than sentences.
 LINE_KINDS = frozenset({"code", "function", "class", "table"})
-#: Leaves no splitter touches (markup is not embedded: no size to keep it under).
+#: Leaves no child splitter touches (markup is not embedded: no size to keep it under; the
+#: parent limit leaves it whole too).
 NEVER_SPLIT = frozenset({"qa", MARKUP_KIND})
 
 _CLOSERS = r"」』）)\"'”’】］\]"

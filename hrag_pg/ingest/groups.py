@@ -18,7 +18,7 @@ nearest ancestor that is not a group, i.e. the real section.
 from __future__ import annotations
 
 from .tokens import DEFAULT_COUNTER, TokenCounter
-from .tree import DocumentTree, DraftNode
+from .tree import MARKUP_KIND, DocumentTree, DraftNode
 
 GROUP_KIND = "group"
 
@@ -60,7 +60,7 @@ def _grouped(children: list[DraftNode], group_tokens: int, counter: TokenCounter
         run, run_tokens = [], 0
 
     for child in children:
-        if not child.is_leaf:
+        if not child.is_leaf or child.kind == MARKUP_KIND:  # (markup is never a hit: no group counts it)
             close()
             out.append(child)
             continue

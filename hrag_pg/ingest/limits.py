@@ -85,9 +85,7 @@ def _wrapped_leaf_runs(node: DraftNode, limit: int, counter: TokenCounter) -> li
     heading) had the whole chapter or document as their parent, up to
     121,000 tokens in the PostgreSQL manual; wrapped, their parent is the
     run of text they stand in.  The wrappers have no text and no title, so
-    the full text and the leaves' embedded texts stay as they were.  Markup
-    alone (a page's closing link definitions) is not wrapped: it is never a
-    hit, so its parent is never returned for it.
+    the full text and the leaves' embedded texts stay as they were.
     """
     out: list[DraftNode] = []
     run: list[DraftNode] = []
@@ -95,10 +93,6 @@ def _wrapped_leaf_runs(node: DraftNode, limit: int, counter: TokenCounter) -> li
 
     def flush() -> None:
         nonlocal number
-        if all(leaf.kind == MARKUP_KIND for leaf in run):  # never a hit: its parent is never returned
-            out.extend(run)
-            run.clear()
-            return
         for leaves in _runs(DraftNode(kind=node.kind), limit, counter, run):
             number += 1
             out.append(DraftNode(kind="part", children=leaves, key=f"text#{number}"))
@@ -137,7 +131,7 @@ def enforce_parent_limit(
     for node, _ in list(tree.root.walk()):
         new_children: list[DraftNode] = []
         for child in node.children:
-            tokens = counter.count(child.content) if child.is_leaf else 0
+            tokens = counter.count(child.content) if child.is_leaf and child.kind != MARKUP_KIND else 0
             if tokens <= limit:
                 new_children.append(child)
                 continue
@@ -169,6 +163,7 @@ def enforce_parent_limit(
         return [node] if len(runs) == 1 else _parts(node, runs)
 
     root = tree.root
+    head, tail = _detach_edge_markup(root)
     replaced = visit(root)
     if len(replaced) > 1:  # the root itself was split: keep one root, wrap the runs
         for part in replaced:
@@ -179,7 +174,23 @@ def enforce_parent_limit(
         root.children = replaced
         if root.content:
             root.children[0].content = ""
+    root.children = [*head, *root.children, *tail]
     return tree
+
+
+def _detach_edge_markup(root: DraftNode) -> tuple[list[DraftNode], list[DraftNode]]:
+    """Take the markup leaves before the root's first and after its last other child out of it.
+
+    Markup is never a hit, so no parent is ever returned for it: it needs no part of its own
+    and should not make one (the parts and their sizes are the text around it).  The readers
+    put markup that has no next node to hold it only there, as the root's own leaves.
+    """
+    children = root.children
+    first = next((i for i, c in enumerate(children) if c.kind != MARKUP_KIND), len(children))
+    last = next((i for i in range(len(children) - 1, -1, -1) if children[i].kind != MARKUP_KIND), first - 1)
+    head, tail = children[:first], children[last + 1:] if last >= first else []
+    root.children = children[first:last + 1]
+    return head, tail
 
 
 __all__ = ["enforce_parent_limit"]

@@ -55,18 +55,19 @@ _QUOTE_RE = re.compile(r"^ {0,3}>")
 _TABLE_DELIMITER_RE = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
 _SETEXT_UNDERLINE_RE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _COMMENT_START_RE = re.compile(r"^ {0,3}<!--")
-# A link reference definition: "[label]: destination", an optional title after it or on the
-# next line (CommonMark 4.7; a label holds no unescaped bracket).  "[Note]: read this" is no
-# definition (text after the destination that is no title), so it stays a paragraph.
+# A link reference definition: "[label]: destination", an optional title after it (CommonMark
+# 4.7).  The destination may stand on the next line, and the title too; a label holds a
+# non-blank character and no unescaped bracket.  Footnotes ("[^1]: Ibid.") are content, and so
+# is "[Note]: read this" (text after the destination that is no title): paragraphs.
 _TITLE = r"""(?:"[^"]*"|'[^']*'|\([^()]*\))"""
 _DESTINATION = r"(?:<[^<>\n]*>|[^\s<]\S*)"
 _DEFINITION_RE = re.compile(
-    rf"^ {{0,3}}\[(?:[^\[\]\\]|\\.)+\]:[ \t]*(?:{_DESTINATION}(?:[ \t]+{_TITLE})?)?[ \t]*$")
-_DEFINITION_LABEL_ONLY_RE = re.compile(r"\]:[ \t]*$")
-_DEFINITION_DESTINATION_RE = re.compile(rf"^[ \t]*{_DESTINATION}(?:[ \t]+{_TITLE})?[ \t]*$")
+    rf"^ {{0,3}}\[(?!\^)(?=[ \t]*[^\s\]])(?:[^\[\]\\]|\\.)+\]:[ \t]*"
+    rf"(?P<destination>{_DESTINATION}(?:[ \t]+(?P<title>{_TITLE}))?)?[ \t]*$")
+_DESTINATION_LINE_RE = re.compile(rf"^[ \t]*{_DESTINATION}(?:[ \t]+(?P<title>{_TITLE}))?[ \t]*$")
+_TITLE_LINE_RE = re.compile(rf"^[ \t]*{_TITLE}[ \t]*$")
 # A MyST target, "(label)=" on its own line before a heading: rST's ".. _label:".
 _MYST_TARGET_RE = re.compile(r"^ {0,3}\([^()\s]+\)=[ \t]*$")
-_DEFINITION_TITLE_RE = re.compile(rf"^[ \t]*{_TITLE}[ \t]*$")
 
 
 def heading_of(line: str) -> tuple[int, str] | None:
@@ -121,8 +122,8 @@ class _Reader(LineReader):
                 self._quote()
             elif _LIST_RE.match(line):
                 self._list_item()
-            elif _DEFINITION_RE.match(line):
-                self._definitions()
+            elif (definition_end := self._definition_end(self.i)) is not None:
+                self._definitions(definition_end)
             elif _MYST_TARGET_RE.match(line):
                 self._markup(self.i, self.i + 1)
             else:
@@ -130,16 +131,27 @@ class _Reader(LineReader):
         self._trailing_markup()
         return self.root
 
-    def _definitions(self) -> None:
-        """Link reference definitions (a destination or title on its own line included): markup."""
-        j = self.i + 1
-        while j < len(self.lines):
-            line, previous = self.lines[j], self.lines[j - 1]
-            if not (_DEFINITION_RE.match(line) or _DEFINITION_TITLE_RE.match(line)
-                    or (_DEFINITION_LABEL_ONLY_RE.search(previous) and _DEFINITION_DESTINATION_RE.match(line))):
-                break
-            j += 1
-        self._markup(self.i, j)
+    def _definition_end(self, i: int) -> int | None:
+        """Index just past the link reference definition at line ``i`` (None if there is none)."""
+        match = _DEFINITION_RE.match(self.lines[i])
+        if match is None:
+            return None
+        after = self.lines[i + 1] if i + 1 < len(self.lines) else ""
+        if match.group("destination") is None:  # "[label]:" alone: the destination must follow
+            match = _DESTINATION_LINE_RE.match(after)
+            if match is None:
+                return None
+            i += 1
+            after = self.lines[i + 1] if i + 1 < len(self.lines) else ""
+        if match.group("title") is None and _TITLE_LINE_RE.match(after):
+            i += 1  # the title on a line of its own
+        return i + 1
+
+    def _definitions(self, end: int) -> None:
+        """Consecutive link reference definitions from ``self.i`` (the first ends at ``end``): markup."""
+        while end < len(self.lines) and (following := self._definition_end(end)) is not None:
+            end = following
+        self._markup(self.i, end)
 
     def _comment(self) -> None:
         """An HTML comment up to the line holding its ``-->`` (end of file if unclosed): one leaf."""
@@ -160,25 +172,29 @@ class _Reader(LineReader):
 
     def _fence_end(self, start: int) -> int:
         """Index just past the fence opened at ``start`` (end of file if unclosed)."""
+        return self._fence_span(start)[0]
+
+    def _fence_span(self, start: int) -> tuple[int, bool]:
+        """(index just past the fence opened at ``start``, whether a closing line was found)."""
         # Stripped: a fence inside a list item may be indented deeper than a top-level one.
         match = _FENCE_RE.match(self.lines[start].strip())
         if match is None:  # not a fence after all: the block is this line alone
-            return start + 1
+            return start + 1, True
         marker = match.group(2)
         closing = re.compile(rf"^[ \t]*{re.escape(marker[0])}{{{len(marker)},}}[ \t]*$")
         j = start + 1
         while j < len(self.lines) and not closing.match(self.lines[j]):
             j += 1
-        return min(j + 1, len(self.lines))
+        return min(j + 1, len(self.lines)), j < len(self.lines)
 
     def _fence(self) -> None:
         match = _FENCE_RE.match(self.lines[self.i])
         assert match is not None
-        end = self._fence_end(self.i)
+        end, closed = self._fence_span(self.i)
         language = match.group(3).strip().split(" ")[0] if match.group(3).strip() else None
-        if language and language.startswith("{") and language.strip("{}") in MARKUP_DIRECTIVES:
+        if closed and language and language.startswith("{") and language.strip("{}") in MARKUP_DIRECTIVES:
             self._markup(self.i, end)  # MyST's ```{toctree}: navigation, as rST's .. toctree::
-            return
+            return  # (an unclosed one runs to the end of the file: it stays code, searched)
         metadata = {"language": language} if language else {}
         self._leaf("code", self.i, end, metadata=metadata)
         self.i = end

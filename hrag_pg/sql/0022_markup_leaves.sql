@@ -16,8 +16,9 @@
 -- embedding), and after the document's last node as a leaf of the root.
 -- check_integrity's rule "every leaf below the root is a search target" now
 -- excepts markup leaves; nothing else in the schema assumes every leaf is
--- embedded (hits are embedded leaves; child_count, the hit-ratio
--- denominator, counts a markup leaf like any child).
+-- embedded (hits are embedded leaves).  child_count, the hit-ratio
+-- denominator, counts a markup leaf like any child; ingestion makes them only
+-- the root's own children, so only a merge into a whole document counts one.
 --
 -- The downgrade restores 0021's check_integrity, which reports each markup
 -- leaf as a leaf without an embedding; re-ingesting its document with the

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hrag_pg.ingest.groups import group_wide_parents
 from hrag_pg.ingest.markdown import parse_markdown
+from hrag_pg.ingest.tree import MARKUP_KIND
 
 
 def _section(n: int, words: int = 30) -> str:
@@ -34,3 +35,13 @@ def test_subsections_are_never_wrapped() -> None:
     tree = parse_markdown(text, "g.md")
     group_wide_parents(tree, max_children=6)
     assert all(c.kind == "section" for c in tree.root.children[0].children)
+
+
+def test_markup_is_never_grouped() -> None:
+    # (a group's hit ratio counts its children; markup is never a hit)
+    paragraphs = "\n\n".join(" ".join(f"w{i}x{j}" for j in range(30)) for i in range(10))
+    tree = parse_markdown(f"[a]: #a\n\n{paragraphs}\n\n[b]: #b\n", "notes.md")
+    group_wide_parents(tree, max_children=6, group_tokens=200)
+    kinds = [c.kind for c in tree.root.children]
+    assert kinds[0] == kinds[-1] == MARKUP_KIND and set(kinds[1:-1]) == {"group"}
+    assert all(leaf.kind == "paragraph" for group in tree.root.children[1:-1] for leaf in group.children)

@@ -106,11 +106,26 @@ def test_leaves_beside_sections_get_a_parent_within_the_limit(layout: str) -> No
     assert len(wrappers) >= 2 and all(w.title is None and not w.content for w in wrappers)
 
 
-def test_closing_link_definitions_of_an_oversize_document_stay_a_leaf_of_the_root() -> None:
-    # (a "part" around them would be a parent of nothing searchable: markup is never a hit)
-    text = big_section_doc() + "\n\n[a]: https://example.org/a\n[b]: #b\n"
+_DEFINITIONS = "\n".join(f"[name{i}]: #anchor-{i}" for i in range(40))  # ~200 tokens of markup
+
+
+@pytest.mark.parametrize("layout", ["sections", "leaves only"])
+def test_markup_at_the_ends_of_an_oversize_document_stays_the_roots_own_leaf(layout: str) -> None:
+    # (a "part" around it would be a parent of nothing searchable: markup is never a hit)
+    body = big_section_doc() if layout == "sections" else "\n\n".join(paragraph(n) for n in range(12))
+    text = f"{_DEFINITIONS}\n\n{body}\n\n{_DEFINITIONS}\n"
     tree = enforce_parent_limit(parse_markdown(text, "guide.md"), max_parent_tokens=100, counter=counter)
-    assert counter.count(text) > 100
-    last = tree.root.children[-1]
-    assert (last.kind, last.content) == (MARKUP_KIND, "[a]: https://example.org/a\n[b]: #b")
+    first, *middle, last = tree.root.children
+    assert (first.kind, first.content, last.kind, last.content) == (
+        MARKUP_KIND, _DEFINITIONS, MARKUP_KIND, _DEFINITIONS)
+    assert not any(node.kind == MARKUP_KIND for child in middle for node, _ in child.walk())
+    assert max(parent_sizes(DocumentTree(source="x", root=DraftNode(kind="document", children=middle)))) <= 100
     assert_text_preserved(text, tree)
+
+
+def test_markup_over_the_limit_is_neither_split_nor_refused() -> None:
+    text = f"# Guide\n\nShort.\n\n{_DEFINITIONS}\n"
+    assert counter.count(_DEFINITIONS) > 100
+    tree = enforce_parent_limit(parse_markdown(text, "guide.md"), max_parent_tokens=100, counter=counter,
+                                on_oversize="error")
+    assert (tree.root.children[-1].kind, tree.root.children[-1].content) == (MARKUP_KIND, _DEFINITIONS)

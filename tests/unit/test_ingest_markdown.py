@@ -343,12 +343,18 @@ def test_link_reference_definitions_are_markup_kept_out_of_every_searched_leaf()
 
 
 def test_lines_that_only_look_like_link_definitions_stay_text() -> None:
-    text = ("[Note]: read the whole page first.\n\n[^1]: A footnote, which is content.\n\n"
-            "A paragraph\n[x]: y inside it is no definition.\n\n    [indented]: code")
+    text = ("[Note]: read the whole page first.\n\n[^1]: Ibid.\n\n[^2]: https://example.org/paper.pdf\n\n"
+            "A paragraph\n[x]: https://example.org inside it is part of it.\n\n    [indented]: code\n\n"
+            "[ ]: blank-label\n\n[no-destination]:\n\n[a]: /url \"its title\"\n(a paragraph, not a second title)")
     tree = parse_markdown(text, "x.md")
+    assert tree.root.full_text() == text
     assert [(c.kind, c.content) for c in tree.root.children] == [
-        ("paragraph", "[Note]: read the whole page first."), ("paragraph", "[^1]: A footnote, which is content."),
-        ("paragraph", "A paragraph\n[x]: y inside it is no definition."), ("paragraph", "    [indented]: code")]
+        ("paragraph", "[Note]: read the whole page first."), ("paragraph", "[^1]: Ibid."),
+        ("paragraph", "[^2]: https://example.org/paper.pdf"),
+        ("paragraph", "A paragraph\n[x]: https://example.org inside it is part of it."),
+        ("paragraph", "    [indented]: code"), ("paragraph", "[ ]: blank-label"), ("paragraph", "[no-destination]:"),
+        ("paragraph", "(a paragraph, not a second title)")]
+    assert tree.root.children[-1].separator == '\n\n[a]: /url "its title"\n'  # the one definition
 
 
 def test_myst_targets_and_navigation_fences_are_markup_like_their_rst_forms() -> None:
@@ -363,3 +369,11 @@ def test_myst_targets_and_navigation_fences_are_markup_like_their_rst_forms() ->
     assert install.children[0].separator == "\n\n```{toctree}\n:hidden:\ncli/index\n```\n\n"
     assert find(tree, "Next").separator == "\n\n(next)=\n"
     assert [c.content for c in find(tree, "Next").children] == ["See (a)= in text."]
+
+
+def test_an_unclosed_navigation_fence_stays_searched_code() -> None:
+    # (it runs to the end of the file: read as markup, it would hide the sections after it)
+    text = "# T\n\n```{toctree}\nindex\n\n## Real section\n\nImportant content."
+    tree = parse_markdown(text, "x.md")
+    assert [(c.kind, c.content) for c in find(tree, "T").children] == [
+        ("code", "```{toctree}\nindex\n\n## Real section\n\nImportant content.")]
