@@ -99,6 +99,9 @@ class HRAG:
         self._model = model
         self._embedder_checked = False
         self._async_repository: AsyncRepository | None = None
+        #: The revision :meth:`open` upgraded the schema from (None: it was at head, or not installed
+        #: yet), so a caller can say so: an operator who rolled back should hear of the upgrade.
+        self.upgraded_from: str | None = None
         if check:
             self.repository.check_ready()
 
@@ -112,9 +115,16 @@ class HRAG:
         """
         resolved = db.resolve_url(url)
         db.check_reachable(resolved)
-        if migrate_schema and migrate.needs_upgrade(resolved):
-            migrate.upgrade(resolved)
-        return cls(resolved, **kwargs)
+        upgraded_from: str | None = None
+        if migrate_schema:
+            with db.engine(resolved).connect() as conn:
+                current = migrate.current_revision(conn)
+            if current != migrate.head_revision():
+                migrate.upgrade(resolved)
+                upgraded_from = current
+        hrag = cls(resolved, **kwargs)
+        hrag.upgraded_from = upgraded_from
+        return hrag
 
     # ------------------------------------------------------------- embedding
 

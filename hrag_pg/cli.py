@@ -403,10 +403,19 @@ def distribute_cmd(
 
 
 def _open() -> Any:
-    """The facade on HRAG_DATABASE_URL or the embedded server (migrated to head if behind)."""
+    """The facade on HRAG_DATABASE_URL or the embedded server (migrated to head if behind).
+
+    An upgrade of a schema that was installed is said in one line on stderr: an operator who
+    rolled back with ``hrag migrate REV`` must not have it undone unseen.
+    """
+    from . import migrate
     from .api import HRAG
 
-    return HRAG.open()
+    hrag = HRAG.open()
+    if hrag.upgraded_from is not None:
+        err_console.print(f"note: upgraded the hrag schema from revision {hrag.upgraded_from} to "
+                          f"{migrate.head_revision()}, which this hrag-pg needs")
+    return hrag
 
 
 def _result_json(result: Any) -> dict[str, Any]:

@@ -83,12 +83,6 @@ def _script_config() -> Config:
     return config
 
 
-def needs_upgrade(url: str | None = None) -> bool:
-    """True unless the database is already at head (reading the version needs no CREATE)."""
-    with db.engine(url).connect() as conn:
-        return current_revision(conn) != head_revision()
-
-
 def revisions() -> list[str]:
     """Every revision id, oldest first (``base`` and ``head`` are aliases on top)."""
     script = ScriptDirectory.from_config(_script_config())

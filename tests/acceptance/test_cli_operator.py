@@ -312,6 +312,18 @@ def test_migrate_names_the_revision_actually_reached(env: dict[str, str]) -> Non
     assert f"already at revision {head}" in again.stdout
 
 
+def test_a_command_that_upgrades_a_rolled_back_schema_says_so(env: dict[str, str]) -> None:
+    from hrag_pg.migrate import head_revision, revisions
+
+    head, previous = head_revision(), revisions()[-2]
+    assert invoke(env, "migrate", previous, "--yes").exit_code == 0
+    stats = invoke(env, "stats")
+    assert stats.exit_code == 0, stats.output
+    assert f"note: upgraded the hrag schema from revision {previous} to {head}" in stats.stderr
+    assert f"already at revision {head}" in invoke(env, "migrate").stdout
+    assert "upgraded" not in invoke(env, "stats").stderr  # at head: nothing to say
+
+
 def test_only_a_missing_vector_extension_is_reported_as_no_pgvector() -> None:
     import psycopg.errors as pg
 
