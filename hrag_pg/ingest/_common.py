@@ -17,6 +17,9 @@ MARKUP_DIRECTIVES = frozenset({
     "toctree", "index", "highlight", "contents", "sectnum", "include", "meta", "raw", "image",
     "currentmodule", "default-role", "role", "tabularcolumns", "autosummary",
 })
+#: Sphinx directives whose body is code (their argument names the language); other directives
+#: (``note``, ``warning``, ``versionadded``) hold prose.
+CODE_DIRECTIVES = frozenset({"code", "code-block", "sourcecode", "literalinclude", "doctest", "testcode"})
 _BLANK_LINE_RE = re.compile(r"\n[ \t\f\v\r]*\n")
 _Level = TypeVar("_Level", int, float)
 

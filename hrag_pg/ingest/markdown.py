@@ -35,14 +35,16 @@ they are kept in the next node's separator, as the reStructuredText reader
 keeps its hyperlink targets, and at the start or the end of the document
 (Node.js' pages end with hundreds) in a markup leaf, which is not searched.
 So are MyST's targets (``(label)=``) and its navigation fences
-(```` ```{toctree} ````), as the reStructuredText reader reads their rST forms.
+(```` ```{toctree} ````), as the reStructuredText reader reads their rST forms;
+its other directive fences are code (```` ```{code-block} python ````) or,
+like ```` ```{note} ````, prose.
 """
 
 from __future__ import annotations
 
 import re
 
-from hrag_pg.ingest._common import MARKUP_DIRECTIVES, LineReader, lone_title
+from hrag_pg.ingest._common import CODE_DIRECTIVES, MARKUP_DIRECTIVES, LineReader, lone_title
 from hrag_pg.ingest._common import is_blank as _is_blank
 from hrag_pg.ingest.plaintext import PlainHeadings
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
@@ -191,12 +193,25 @@ class _Reader(LineReader):
         match = _FENCE_RE.match(self.lines[self.i])
         assert match is not None
         end, closed = self._fence_span(self.i)
-        language = match.group(3).strip().split(" ")[0] if match.group(3).strip() else None
-        if closed and language and language.startswith("{") and language.strip("{}") in MARKUP_DIRECTIVES:
-            self._markup(self.i, end)  # MyST's ```{toctree}: navigation, as rST's .. toctree::
-            return  # (an unclosed one runs to the end of the file: it stays code, searched)
+        words = match.group(3).strip().split()
+        language = words[0] if words else None
+        if language and language.startswith("{") and language.endswith("}"):
+            self._myst_directive(language[1:-1], words[1:], end, closed)
+            return
         metadata = {"language": language} if language else {}
         self._leaf("code", self.i, end, metadata=metadata)
+        self.i = end
+
+    def _myst_directive(self, name: str, arguments: list[str], end: int, closed: bool) -> None:
+        """A MyST directive fence (```` ```{name} argument ````), read as its rST form is read."""
+        if name in MARKUP_DIRECTIVES and closed:
+            # navigation, as rST's ``.. toctree::`` (an unclosed one runs to the end of the file:
+            # as markup it would hide what follows, so it stays a searched leaf)
+            self._markup(self.i, end)
+        elif name in CODE_DIRECTIVES:
+            self._leaf("code", self.i, end, metadata={"language": arguments[0]} if arguments else {})
+        else:  # an admonition (note, warning, versionadded): prose
+            self._leaf("paragraph", self.i, end, metadata={"directive": name})
         self.i = end
 
     def _interrupts(self, line: str) -> bool:

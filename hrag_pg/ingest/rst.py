@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hrag_pg.ingest._common import MARKUP_DIRECTIVES, LineReader, lone_title
+from hrag_pg.ingest._common import CODE_DIRECTIVES, MARKUP_DIRECTIVES, LineReader, lone_title
 from hrag_pg.ingest._common import is_blank as _is_blank
 from hrag_pg.ingest.tree import MARKUP_KIND, DocumentTree, DraftNode
 
@@ -44,7 +44,6 @@ _GRID_TABLE_RE = re.compile(r"^[ \t]*\+[-=+]+\+[ \t]*$")
 _SIMPLE_TABLE_RE = re.compile(r"^[ \t]*=+(?:[ \t]+=+)+[ \t]*$")
 # Sphinx's file-wide metadata, a field list before the first title or paragraph (":orphan:").
 _FILE_METADATA_RE = re.compile(r"^:(?:orphan|nocomments|nosearch|tocdepth):(?:[ \t].*)?$")
-_CODE_DIRECTIVES = frozenset({"code", "code-block", "sourcecode", "literalinclude", "doctest", "testcode"})
 
 
 def _indent(line: str) -> int:
@@ -146,7 +145,7 @@ class _Reader(LineReader):
         directive = _DIRECTIVE_RE.match(line.strip())
         if directive:
             name = directive.group(1).lower().rsplit(":", 1)[-1]
-            if name in _CODE_DIRECTIVES:
+            if name in CODE_DIRECTIVES:
                 language = (directive.group(2) or "").strip().split(" ")[0]
                 self._indented_block("code", metadata={"language": language} if language else {})
             elif name in MARKUP_DIRECTIVES:

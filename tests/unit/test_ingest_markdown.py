@@ -376,4 +376,14 @@ def test_an_unclosed_navigation_fence_stays_searched_code() -> None:
     text = "# T\n\n```{toctree}\nindex\n\n## Real section\n\nImportant content."
     tree = parse_markdown(text, "x.md")
     assert [(c.kind, c.content) for c in find(tree, "T").children] == [
-        ("code", "```{toctree}\nindex\n\n## Real section\n\nImportant content.")]
+        ("paragraph", "```{toctree}\nindex\n\n## Real section\n\nImportant content.")]
+
+
+def test_myst_directive_fences_are_code_or_prose_as_their_rst_forms() -> None:
+    text = ("# T\n\n```{note}\nA note. It has two sentences.\n```\n\n"
+            "```{code-block} python\nx = 1\n```\n\n```{versionadded} 22.1\nThe flag.\n```")
+    tree = parse_markdown(text, "x.md")
+    assert tree.root.full_text() == text
+    assert [(c.kind, c.metadata) for c in find(tree, "T").children] == [
+        ("paragraph", {"directive": "note"}), ("code", {"language": "python"}),
+        ("paragraph", {"directive": "versionadded"})]
