@@ -168,7 +168,8 @@ link_definitions = st.lists(st.tuples(st.sampled_from(ENGLISH), st.sampled_from(
 markdown_block = st.one_of(heading, heading, paragraph(), paragraph(), list_block, code_block, table, quote,
                            long_line, st.just("#"), st.just("---"), html_comment, st.just("<!--type=module-->"),
                            link_definitions, st.just("[^1]: a footnote"), st.just("(a-target)="),
-                           st.just("```{toctree}\n:hidden:\nindex\n```"))
+                           st.just("```{toctree}\n:hidden:\nindex\n```"), st.just("```{note}\nA note. Two.\n```"),
+                           st.just("```{toctree}\nunclosed"))
 
 
 @st.composite
