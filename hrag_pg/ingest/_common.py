@@ -7,19 +7,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from hrag_pg.ingest.tree import MARKUP_KIND, DraftNode
 
-#: Sphinx directives that hold navigation or markup, not text a question would be answered by
-#: (``.. toctree::`` in reStructuredText, a ```` ```{toctree} ```` fence in MyST Markdown).
-MARKUP_DIRECTIVES = frozenset({
+# Sphinx directives that hold navigation or markup, not text a question would be answered by,
+# and those whose body is code (their argument names the language); see directive_kind.
+_MARKUP_DIRECTIVES = frozenset({
     "toctree", "index", "highlight", "contents", "sectnum", "include", "meta", "raw", "image",
     "currentmodule", "default-role", "role", "tabularcolumns", "autosummary",
 })
-#: Sphinx directives whose body is code (their argument names the language); other directives
-#: (``note``, ``warning``, ``versionadded``) hold prose.
-CODE_DIRECTIVES = frozenset({"code", "code-block", "sourcecode", "literalinclude", "doctest", "testcode"})
+_CODE_DIRECTIVES = frozenset({"code", "code-block", "sourcecode", "literalinclude", "doctest", "testcode"})
 _BLANK_LINE_RE = re.compile(r"\n[ \t\f\v\r]*\n")
 _Level = TypeVar("_Level", int, float)
 
@@ -105,6 +103,17 @@ class TextCursor:
         starts = self.line_starts
         end = starts[stop] - 1 if stop < len(starts) else len(self.text)
         return starts[first], max(end, starts[first])
+
+
+def directive_kind(name: str) -> Literal["markup", "code", "paragraph"]:
+    """How a Sphinx directive's block is read, written ``.. name::`` (reStructuredText) or
+    ```` ```{name} ```` (MyST Markdown) alike: navigation and markup (``toctree``, ``index``)
+    are markup, code directives (``code-block``) code, the rest (``note``, ``versionadded``)
+    prose.  A domain prefix (``sphinx:toctree``, ``py:function``) and case do not matter."""
+    name = name.lower().rsplit(":", 1)[-1]
+    if name in _MARKUP_DIRECTIVES:
+        return "markup"
+    return "code" if name in _CODE_DIRECTIVES else "paragraph"
 
 
 def is_blank(line: str) -> bool:

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import re
 
-from hrag_pg.ingest._common import CODE_DIRECTIVES, MARKUP_DIRECTIVES, LineReader, lone_title
+from hrag_pg.ingest._common import LineReader, directive_kind, lone_title
 from hrag_pg.ingest._common import is_blank as _is_blank
 from hrag_pg.ingest.plaintext import PlainHeadings
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
@@ -204,11 +204,12 @@ class _Reader(LineReader):
 
     def _myst_directive(self, name: str, arguments: list[str], end: int, closed: bool) -> None:
         """A MyST directive fence (```` ```{name} argument ````), read as its rST form is read."""
-        if name in MARKUP_DIRECTIVES and closed:
+        kind = directive_kind(name)
+        if kind == "markup" and closed:
             # navigation, as rST's ``.. toctree::`` (an unclosed one runs to the end of the file:
             # as markup it would hide what follows, so it stays a searched leaf)
             self._markup(self.i, end)
-        elif name in CODE_DIRECTIVES:
+        elif kind == "code":
             self._leaf("code", self.i, end, metadata={"language": arguments[0]} if arguments else {})
         else:  # an admonition (note, warning, versionadded): prose
             self._leaf("paragraph", self.i, end, metadata={"directive": name})

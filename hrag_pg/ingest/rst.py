@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hrag_pg.ingest._common import CODE_DIRECTIVES, MARKUP_DIRECTIVES, LineReader, lone_title
+from hrag_pg.ingest._common import LineReader, directive_kind, lone_title
 from hrag_pg.ingest._common import is_blank as _is_blank
 from hrag_pg.ingest.tree import MARKUP_KIND, DocumentTree, DraftNode
 
@@ -144,11 +144,11 @@ class _Reader(LineReader):
         line = self.lines[self.i]
         directive = _DIRECTIVE_RE.match(line.strip())
         if directive:
-            name = directive.group(1).lower().rsplit(":", 1)[-1]
-            if name in CODE_DIRECTIVES:
+            kind = directive_kind(directive.group(1))
+            if kind == "code":
                 language = (directive.group(2) or "").strip().split(" ")[0]
                 self._indented_block("code", metadata={"language": language} if language else {})
-            elif name in MARKUP_DIRECTIVES:
+            elif kind == "markup":
                 self._markup(self.i, self._body_end(self.i, _indent(line)))
             else:
                 self._indented_block("paragraph")
