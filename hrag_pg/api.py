@@ -122,7 +122,8 @@ class HRAG:
             if current != migrate.head_revision():
                 migrate.upgrade(resolved)
                 upgraded_from = current
-        hrag = cls(resolved, **kwargs)
+        # (migrated, it is at head: the constructor need not read the revision again)
+        hrag = cls(resolved, **{"check": not migrate_schema, **kwargs})
         hrag.upgraded_from = upgraded_from
         return hrag
 

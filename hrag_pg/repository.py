@@ -465,10 +465,8 @@ class Repository:
                 # Fresh statistics right away: until autovacuum analyzes the table, the planner
                 # misjudges the freshly loaded rows and retrieval is several times slower.
                 with self.engine.begin() as conn:
-                    conn.execute(sa.text("ANALYZE hrag.nodes"))
-                    conn.execute(sa.text("ANALYZE hrag.documents"))
-                    conn.execute(sa.text("ANALYZE hrag.document_terms"))
-                    conn.execute(sa.text("ANALYZE hrag.collection_terms, hrag.collection_sizes"))
+                    conn.execute(sa.text("ANALYZE hrag.nodes, hrag.documents, hrag.document_terms, "
+                                         "hrag.collection_terms, hrag.collection_sizes"))
         finally:
             with contextlib.suppress(sa.exc.SQLAlchemyError):
                 lock.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": BULK_LOCK_KEY})
