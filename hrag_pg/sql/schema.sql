@@ -1779,13 +1779,18 @@ CREATE FUNCTION hrag.lexical_terms(input text) RETURNS text[]
                                   'g') AS m(parts),
                    LATERAL (SELECT m.parts[1] AS text) AS run,
                    generate_series(1, greatest(length(run.text) - 1, 1)) AS i
+            UNION ALL
+            -- identifiers joined by underscores, whole (the parser splits them
+            -- into words): wait_for, shared_buffers, ERR_STREAM_PREMATURE_CLOSE
+            SELECT lower(m.parts[1])
+              FROM regexp_matches(coalesce(input, ''), '([A-Za-z0-9]+(?:_+[A-Za-z0-9]+)+)', 'g') AS m(parts)
            ) AS terms
      WHERE term <> ''
        AND term !~ '[\u3040-\u309f]'
 $$;
 
 -- COMMENT: FUNCTION lexical_terms(input text)
-COMMENT ON FUNCTION hrag.lexical_terms(input text) IS 'The distinct search terms of a text: English stems without stop words, CJK character bigrams';
+COMMENT ON FUNCTION hrag.lexical_terms(input text) IS 'The distinct search terms of a text: English stems without stop words, CJK character bigrams, identifiers joined by underscores';
 
 -- FUNCTION: node_lexical_terms(text[], text, jsonb)
 CREATE FUNCTION hrag.node_lexical_terms(heading_path text[], content text, metadata jsonb) RETURNS text[]
@@ -2355,15 +2360,15 @@ CREATE TABLE hrag.nodes (
     embedding public.vector(384),
     metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    separator text DEFAULT '
+
+'::text NOT NULL,
+    subtree_tokens integer DEFAULT 0 NOT NULL,
     lexical_terms text[] GENERATED ALWAYS AS (
 CASE
     WHEN (embedding IS NOT NULL) THEN hrag.node_lexical_terms(heading_path, content, metadata)
     ELSE NULL::text[]
 END) STORED,
-    separator text DEFAULT '
-
-'::text NOT NULL,
-    subtree_tokens integer DEFAULT 0 NOT NULL,
     lexical_hashes bigint[] GENERATED ALWAYS AS (
 CASE
     WHEN (embedding IS NOT NULL) THEN hrag.term_hashes(hrag.node_lexical_terms(heading_path, content, metadata))

@@ -22,6 +22,16 @@ from tests.sqltree import DIM, Spec, insert_tree, unit
 QUERY = unit({0: 1.0})
 IDENTIFIER_TEXT = "Use the option --track-origins=yes together with memcheck to see where values came from."
 QUESTION = "What does --track-origins do?"
+ORDINARY_TEXT = "Tracking the origin of request {idx} in section {s}."
+# An identifier joined by underscores, among leaves that all hold its words: PostgreSQL's
+# parser reads `wait_for` as `wait` (and the stop word `for`), which every leaf holds.
+UNDERSCORE_TEXT = "Call wait_for(fut, timeout) to bound the wait."
+UNDERSCORE_ORDINARY = "Wait for request {idx} to finish in section {s}."
+UNDERSCORE_QUESTION = "What does wait_for do?"
+IDENTIFIER_CASES = {
+    "hyphenated option": (IDENTIFIER_TEXT, ORDINARY_TEXT, QUESTION),
+    "underscore identifier": (UNDERSCORE_TEXT, UNDERSCORE_ORDINARY, UNDERSCORE_QUESTION),
+}
 
 
 @pytest.fixture
@@ -30,8 +40,9 @@ def conn(postgresql: psycopg.Connection) -> psycopg.Connection:
     return postgresql
 
 
-def _haystack(conn: psycopg.Connection, n_leaves: int = 2000) -> dict[str, object]:
-    """Leaves about tracking and origins (common words), one of which names the option."""
+def _haystack(conn: psycopg.Connection, n_leaves: int = 2000, needle_text: str = IDENTIFIER_TEXT,
+              ordinary_text: str = ORDINARY_TEXT) -> dict[str, object]:
+    """Leaves of common words (by default about tracking and origins), one of which names the identifier."""
     rng = np.random.default_rng(3)
     sections = []
     for s in range(n_leaves // 10):
@@ -40,13 +51,12 @@ def _haystack(conn: psycopg.Connection, n_leaves: int = 2000) -> dict[str, objec
             idx = s * 10 + i
             vector = rng.normal(size=DIM).astype(np.float32)
             vector[0] = abs(vector[0]) + 2.0  # every ordinary leaf leans towards the query
-            leaves.append(Spec(f"l{idx}", f"Tracking the origin of request {idx} in section {s}.", vector,
-                               kind="paragraph"))
+            leaves.append(Spec(f"l{idx}", ordinary_text.format(idx=idx, s=s), vector, kind="paragraph"))
         sections.append(Spec(f"s{s}", f"Section {s}", children=leaves))
     # Barely related to the query (cosine 0.05, every other leaf about 0.14): the vector stage's last choice.
     needle = unit({0: 0.05, 5: 0.99875})
     sections.append(Spec("memcheck", "Memcheck options", children=[
-        Spec("needle", IDENTIFIER_TEXT, needle, kind="paragraph"),
+        Spec("needle", needle_text, needle, kind="paragraph"),
         Spec("neighbour", "Other memcheck options are listed below.", unit({0: 0.05, 6: 0.99875}), kind="paragraph"),
     ]))
     built = insert_tree(conn, Spec("manual", kind="document", children=sections))
@@ -60,21 +70,34 @@ def test_the_vector_stage_alone_never_reaches_the_identifier_leaf(conn: psycopg.
     assert ids["needle"] not in hits
 
 
-def test_a_unique_identifier_is_found_in_every_mode(conn: psycopg.Connection) -> None:
-    ids = _haystack(conn)
-    hybrid = [r[0] for r in conn.execute("SELECT node_id FROM hrag.search_hybrid(%s, %s, 12)", (QUERY, QUESTION))]
+@pytest.mark.parametrize("case", IDENTIFIER_CASES.values(), ids=IDENTIFIER_CASES.keys())
+def test_a_unique_identifier_is_found_in_every_mode(conn: psycopg.Connection, case: tuple[str, str, str]) -> None:
+    needle_text, ordinary_text, question = case
+    ids = _haystack(conn, needle_text=needle_text, ordinary_text=ordinary_text)
+    hybrid = [r[0] for r in conn.execute("SELECT node_id FROM hrag.search_hybrid(%s, %s, 12)", (QUERY, question))]
     assert ids["needle"] in hybrid, "candidate stage"
     hits = "(SELECT node_id, score FROM hrag.search_hybrid(%s, %s, 20)) AS h"
     arrays = (f"ARRAY(SELECT node_id FROM {hits} ORDER BY score DESC), "
               f"ARRAY(SELECT score FROM {hits} ORDER BY score DESC)")
     parents = [r[0] for r in conn.execute(
-        f"SELECT node_id FROM hrag.parent_child_hits({arrays}, 4, 20)", (QUERY, QUESTION, QUERY, QUESTION))]
+        f"SELECT node_id FROM hrag.parent_child_hits({arrays}, 4, 20)", (QUERY, question, QUERY, question))]
     assert ids["section"] in parents, "parent-child returns the identifier's parent"
     merged = conn.execute(f"SELECT node_id, merged_from FROM hrag.auto_merge_hits({arrays}, 0.5)",
-                          (QUERY, QUESTION, QUERY, QUESTION)).fetchall()
+                          (QUERY, question, QUERY, question)).fetchall()
     assert any(ids["needle"] == r[0] or ids["needle"] in r[1] for r in merged), "auto-merge"
-    chosen = conn.execute("SELECT node_id, merged_from FROM hrag.retrieve(%s, %s, 2000)", (QUERY, QUESTION)).fetchall()
+    chosen = conn.execute("SELECT node_id, merged_from FROM hrag.retrieve(%s, %s, 2000)", (QUERY, question)).fetchall()
     assert any(ids["needle"] == r[0] or ids["needle"] in r[1] for r in chosen), "retrieve (budget mode)"
+
+
+def test_an_underscore_identifier_is_one_term_beside_the_words_the_parser_makes_of_it(
+    conn: psycopg.Connection,
+) -> None:
+    terms = conn.execute("SELECT hrag.lexical_terms(%s)",
+                         ("wait_for(fut) fails with ERR_STREAM_PREMATURE_CLOSE in _run_once; __init__",)).fetchone()[0]
+    assert {"wait_for", "err_stream_premature_close", "run_once"} <= set(terms)
+    assert "wait_for" in conn.execute("SELECT hrag.lexical_terms('asyncio.wait_for')").fetchone()[0], "a dotted name"
+    assert {"wait", "err", "stream", "prematur", "close", "run", "init"} <= set(terms), "the words stay terms"
+    assert not any(t.startswith("_") or t.endswith("_") for t in terms), "no bare underscores"
 
 
 def test_cjk_text_is_matched_by_character_bigrams(conn: psycopg.Connection) -> None:
