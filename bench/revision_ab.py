@@ -65,6 +65,10 @@ def main() -> int:
         conn.execute(f'DROP DATABASE IF EXISTS "{copy}"')
         conn.execute(f'CREATE DATABASE "{copy}" TEMPLATE "{args.database}"')
     migrate.downgrade(db.sqlalchemy_url(benchdb._with_database(admin, copy)), args.before)
+    # A revision may rewrite hrag.nodes (0023 does, both ways): time both databases vacuumed and analyzed.
+    for name in (args.database, copy):
+        with psycopg.connect(benchdb._with_database(admin, name), autocommit=True) as conn:
+            conn.execute("VACUUM (ANALYZE) hrag.nodes, hrag.documents, hrag.document_terms")
 
     questions = common.read_questions(common.DEFAULT_QUESTIONS)
     vectors = default_embedder().embed([q["question"] for q in questions])

@@ -65,3 +65,8 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- The rewrite leaves the new columns without planner statistics (the lexical
+-- lookup's estimate reads them); autovacuum would gather them only after
+-- enough later writes.
+ANALYZE hrag.nodes;
