@@ -1765,12 +1765,15 @@ COMMENT ON FUNCTION hrag.grant_reader(role_name name) IS 'Let a role retrieve (r
 CREATE FUNCTION hrag.lexical_terms(input text) RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
+    WITH word AS (
+        SELECT lexeme FROM unnest(tsvector_to_array(to_tsvector('english', coalesce(input, '')))) AS lexeme
+    )
     SELECT coalesce(array_agg(DISTINCT term), '{}')
       FROM (
             -- English (and other space-separated) words, stemmed, no stop words
-            SELECT lexeme AS term
-              FROM unnest(tsvector_to_array(to_tsvector('english', coalesce(input, '')))) AS lexeme
-             WHERE lexeme !~ '[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]'
+            SELECT w.lexeme AS term
+              FROM word w
+             WHERE w.lexeme !~ '[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]'
             UNION ALL
             -- character bigrams of CJK runs (a lone character stands for itself)
             SELECT substr(run.text, i, 2)
@@ -1781,9 +1784,13 @@ CREATE FUNCTION hrag.lexical_terms(input text) RETURNS text[]
                    generate_series(1, greatest(length(run.text) - 1, 1)) AS i
             UNION ALL
             -- identifiers joined by underscores, whole (the parser splits them
-            -- into words): wait_for, shared_buffers, ERR_STREAM_PREMATURE_CLOSE
-            SELECT lower(m.parts[1])
-              FROM regexp_matches(coalesce(input, ''), '([A-Za-z0-9]+(?:_+[A-Za-z0-9]+)+)', 'g') AS m(parts)
+            -- into words): wait_for, shared_buffers, ERR_STREAM_PREMATURE_CLOSE;
+            -- not one the parser kept inside a longer term (child_process.exec)
+            SELECT ident.name
+              FROM (SELECT DISTINCT lower(m.parts[1]) AS name
+                      FROM regexp_matches(coalesce(input, ''), '([A-Za-z0-9]+(?:_+[A-Za-z0-9]+)+)', 'g')
+                           AS m(parts)) AS ident
+             WHERE NOT EXISTS (SELECT 1 FROM word w WHERE strpos(w.lexeme, ident.name) > 0)
            ) AS terms
      WHERE term <> ''
        AND term !~ '[\u3040-\u309f]'

@@ -96,6 +96,9 @@ def test_an_underscore_identifier_is_one_term_beside_the_words_the_parser_makes_
                          ("wait_for(fut) fails with ERR_STREAM_PREMATURE_CLOSE in _run_once; __init__",)).fetchone()[0]
     assert {"wait_for", "err_stream_premature_close", "run_once"} <= set(terms)
     assert "wait_for" in conn.execute("SELECT hrag.lexical_terms('asyncio.wait_for')").fetchone()[0], "a dotted name"
+    # the parser keeps child_process.exec whole (as it would a host name): the name is a term once, not twice
+    assert conn.execute("SELECT hrag.lexical_terms('child_process.exec')").fetchone()[0] == ["child_process.exec"]
+    assert "child_process" in conn.execute("SELECT hrag.lexical_terms('require(child_process)')").fetchone()[0]
     assert {"wait", "err", "stream", "prematur", "close", "run", "init"} <= set(terms), "the words stay terms"
     assert not any(t.startswith("_") or t.endswith("_") for t in terms), "no bare underscores"
 
