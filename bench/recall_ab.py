@@ -1,0 +1,115 @@
+"""Recall A/B: every mode's recall at head against an earlier revision, exact vector search on both.
+
+    python bench/recall_ab.py --database hrag_bench_budget_nodejs --name nodejs --before 0022
+
+Copies the (already ingested, head) database as ``<database>_<before>`` and
+downgrades the copy, as ``revision_ab.py`` does, then asks every question of
+``bench/questions/<name>.jsonl`` in every mode on both with the defaults the
+Python layer uses, and scores recall as ``budget.py`` does.  Both sessions
+run with ``enable_indexscan = off``, so the vector stage is an exact search:
+a revision that rewrites ``hrag.nodes`` builds the HNSW index again, and two
+builds of one approximate index are two different graphs, which would blur
+what the revision itself changes.  Writes
+``bench/results/recall-ab-<before>-<name>.md`` with each question whose
+recall moved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg.rows import dict_row
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import benchdb  # noqa: E402
+import budget  # noqa: E402
+import common  # noqa: E402
+from run import git_revision  # noqa: E402
+
+from hrag_pg import db, defaults, migrate  # noqa: E402
+from hrag_pg.embedding import default_embedder  # noqa: E402
+from hrag_pg.evaluation import snippets_found, truncate_passages, truncator_for  # noqa: E402
+
+MODES = (("auto", True), ("auto-merge", False), ("parent-child", False))  # (mode, chooses within the budget)
+
+
+def per_question(conn: psycopg.Connection[Any], questions: list[dict[str, Any]], vectors: list[Any], mode: str,
+                 cut: int, asked_at: int, truncator: Any) -> list[float]:
+    """Each question's recall in ``mode`` asked with budget ``asked_at`` and cut at ``cut``."""
+    contexts, _ = budget.ask_all(conn, questions, vectors, mode, asked_at)
+    out = []
+    for q, passages in zip(questions, contexts, strict=True):
+        found = snippets_found(truncate_passages(passages, cut, truncator), q["evidence"])
+        out.append(sum(found) / len(found))
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--database", required=True)
+    parser.add_argument("--name", required=True, help="the corpus: pgdocs, or one under bench/.data/corpora")
+    parser.add_argument("--before", required=True, help="the revision to compare head with, e.g. 0022")
+    parser.add_argument("--data-dir", type=Path, default=HERE / ".data" / "pg")
+    args = parser.parse_args()
+    revision = git_revision()
+
+    admin = benchdb.maintenance_url(args.data_dir)
+    copy = f"{args.database}_{args.before}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{copy}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{copy}" TEMPLATE "{args.database}"')
+    migrate.downgrade(db.sqlalchemy_url(benchdb._with_database(admin, copy)), args.before)
+
+    corpus = common.DEFAULT_CORPUS if args.name == "pgdocs" else HERE / ".data" / "corpora" / args.name
+    questions = common.read_questions(HERE / "questions" / f"{args.name}.jsonl")
+    questions = common.answerable(questions, common.select_files(corpus, questions, small=False))
+    embedder = default_embedder()
+    truncator = truncator_for(embedder)
+    vectors = list(embedder.embed([q["question"] for q in questions]))
+    conns = {}
+    for label, database in ((args.before, copy), ("head", args.database)):
+        conn = psycopg.connect(benchdb._with_database(admin, database), row_factory=dict_row, autocommit=True)
+        register_vector(conn)
+        conn.execute("SET enable_indexscan = off")  # the vector stage exact on both (see the docstring)
+        conns[label] = conn
+
+    def mean(values: list[float], kind: str) -> float:
+        return statistics.mean(v for v, q in zip(values, questions, strict=True) if q["kind"] == kind)
+
+    rows, moved = [], []
+    for mode, chooses in MODES:
+        for cut in budget.BUDGETS:
+            asked_at = cut if chooses else defaults.MAX_TOKENS
+            recall = {label: per_question(conn, questions, vectors, mode, cut, asked_at, truncator)
+                      for label, conn in conns.items()}
+            before, head = recall[args.before], recall["head"]
+            rows.append(f"| {mode} | {cut:,} | {mean(before, 'narrow'):.2f} → {mean(head, 'narrow'):.2f} | "
+                        f"{mean(before, 'broad'):.2f} → {mean(head, 'broad'):.2f} |")
+            moved += [f"- {mode} @ {cut:,}: {q['id']} ({q['kind']}) {b:.2f} → {h:.2f}: {q['question']}"
+                      for q, b, h in zip(questions, before, head, strict=True) if b != h]
+            print(rows[-1], flush=True)
+
+    lines = [f"# Recall A/B, revision {args.before} against head: {args.name}", "",
+             f"`python bench/recall_ab.py --database {args.database} --name {args.name} --before {args.before}` "
+             f"(see its docstring): {len(questions)} questions, every mode with the Python layer's defaults, "
+             "the vector stage an exact search on both databases.", "",
+             f"hrag-pg commit: {revision}", "",
+             f"| mode | budget | narrow recall {args.before} → head | broad recall {args.before} → head |",
+             "|---|---:|---:|---:|", *rows, "",
+             "Questions whose recall moved:" if moved else "No question's recall moved.", *moved]
+    out = HERE / "results" / f"recall-ab-{args.before}-{args.name}.md"
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
