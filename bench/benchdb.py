@@ -54,3 +54,17 @@ def server_settings(url: str) -> dict[str, str]:
         row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
         out["pgvector"] = row[0] if row else "not installed"
     return out
+
+
+def downgraded_copy(admin: str, database: str, revision: str) -> str:
+    """Copy ``database`` (at head) as ``<database>_<revision>``, downgrade the copy; return the copy's name.
+
+    The A/B studies compare head with an earlier revision on the same rows,
+    so the copy is made afresh from the database each time.
+    """
+    copy = f"{database}_{revision}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{copy}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{copy}" TEMPLATE "{database}"')
+    migrate.downgrade(db.sqlalchemy_url(_with_database(admin, copy)), revision)
+    return copy

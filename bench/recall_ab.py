@@ -34,7 +34,7 @@ import budget  # noqa: E402
 import common  # noqa: E402
 from run import git_revision  # noqa: E402
 
-from hrag_pg import db, defaults, migrate  # noqa: E402
+from hrag_pg import defaults  # noqa: E402
 from hrag_pg.embedding import default_embedder  # noqa: E402
 from hrag_pg.evaluation import snippets_found, truncate_passages, truncator_for  # noqa: E402
 
@@ -62,11 +62,7 @@ def main() -> int:
     revision = git_revision()
 
     admin = benchdb.maintenance_url(args.data_dir)
-    copy = f"{args.database}_{args.before}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{copy}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{copy}" TEMPLATE "{args.database}"')
-    migrate.downgrade(db.sqlalchemy_url(benchdb._with_database(admin, copy)), args.before)
+    copy = benchdb.downgraded_copy(admin, args.database, args.before)
 
     corpus = common.DEFAULT_CORPUS if args.name == "pgdocs" else HERE / ".data" / "corpora" / args.name
     questions = common.read_questions(HERE / "questions" / f"{args.name}.jsonl")

@@ -28,7 +28,6 @@ sys.path.insert(0, str(HERE))
 import benchdb  # noqa: E402
 import common  # noqa: E402
 
-from hrag_pg import db, migrate  # noqa: E402
 from hrag_pg.embedding import default_embedder  # noqa: E402
 
 HITS = ("ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id), "
@@ -60,11 +59,7 @@ def main() -> int:
     args = parser.parse_args()
 
     admin = benchdb.maintenance_url(args.data_dir)
-    copy = f"{args.database}_{args.before}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{copy}"')
-        conn.execute(f'CREATE DATABASE "{copy}" TEMPLATE "{args.database}"')
-    migrate.downgrade(db.sqlalchemy_url(benchdb._with_database(admin, copy)), args.before)
+    copy = benchdb.downgraded_copy(admin, args.database, args.before)
     # A revision may rewrite hrag.nodes (0023 does, both ways): time both databases vacuumed and analyzed.
     for name in (args.database, copy):
         with psycopg.connect(benchdb._with_database(admin, name), autocommit=True) as conn:
