@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import re
 import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -42,8 +43,11 @@ SUPPORTED_EXTENSIONS = {
 #: unsupported, so a directory walk does not read scripts or build files as prose.
 DOC_FILE_NAMES = frozenset({
     "authors", "bugs", "changelog", "changes", "contributing", "contributors", "copying", "copyright",
-    "faq", "history", "install", "licence", "license", "news", "notice", "readme", "thanks", "todo",
+    "faq", "history", "install", "licence", "license", "news", "notice", "readme", "release-notes",
+    "release_notes", "releasenotes", "thanks", "todo",
 })
+#: A version before a doc name, as in util-linux's ``releases/v2.38.1-ReleaseNotes.gz``.
+_VERSION_PREFIX = re.compile(r"v?\d+(?:\.\d+)*[-_]")
 #: A doc name may carry up to two qualifiers (README.Debian, LICENSE.APACHE, changelog.Debian.amd64,
 #: as Debian names them), but none of these: then it is code, data or a build product
 #: (install.sh, changelog.tar.gz; install.cpython-311.pyc is refused for its "-" anyway).
@@ -106,7 +110,10 @@ def _is_plain_text(path: Path, file_type: str) -> bool:
 
 
 def _is_doc_name(name: str) -> bool:
-    """README, copyright, README.Debian, changelog.Debian.amd64 (lower-cased, without .gz); not install.sh."""
+    """README, copyright, README.Debian, v2.38-ReleaseNotes (lower-cased, without .gz); not install.sh."""
+    version = _VERSION_PREFIX.match(name)
+    if version:
+        name = name[version.end():]
     stem, *qualifiers = name.split(".")
     return stem in DOC_FILE_NAMES and len(qualifiers) <= 2 and all(
         q.isalnum() and q not in _NOT_DOC_QUALIFIERS for q in qualifiers)

@@ -174,7 +174,8 @@ def test_a_gzip_file_over_the_limit_once_decompressed_is_refused(tmp_path: Path,
         load_document(path)
 
 
-@pytest.mark.parametrize("name", ["README", "copyright", "NEWS.Debian.gz", "README.source", "changelog.gz"])
+@pytest.mark.parametrize("name", ["README", "copyright", "NEWS.Debian.gz", "README.source", "changelog.gz",
+                                  "v2.38.1-ReleaseNotes.gz", "RELEASE-NOTES", "2.0_release_notes"])
 def test_documentation_files_named_like_readme_are_read_as_text(tmp_path: Path, name: str) -> None:
     text = "Upstream notes\n\nThe package builds with the default flags.\n"
     path = tmp_path / name
@@ -216,7 +217,7 @@ def test_a_directory_walk_finds_rst_gzipped_and_readme_like_files(tmp_path: Path
 @pytest.mark.parametrize(("name", "shown"), [
     ("install.sh", ".sh"), ("changelog.tar.gz", ".tar.gz"), ("install.cpython-311.pyc", ".pyc"),
     ("Install.pm", ".pm"), ("license.png", ".png"), ("FAQ.pod", ".pod"), ("readme.debian.sh", ".sh"),
-    ("news.a.b.c", ".c"),
+    ("news.a.b.c", ".c"), ("v2.1-install.sh", ".sh"), ("2.33-notes", ".33-notes"),
 ])
 def test_a_doc_name_with_a_code_or_archive_extension_is_not_read_as_text(tmp_path: Path, name: str,
                                                                          shown: str) -> None:
