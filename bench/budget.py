@@ -100,21 +100,29 @@ def ask_all(conn: psycopg.Connection[Any], questions: list[dict[str, Any]], vect
     return contexts, times
 
 
-def recall_by_kind(questions: list[dict[str, Any]], contexts: list[list[str]], budget: int,
-                   truncator: Any) -> tuple[float, float, float]:
-    """Mean narrow and broad recall of the contexts cut at ``budget``, and the mean tokens kept.
+def question_recalls(questions: list[dict[str, Any]], contexts: list[list[str]], budget: int,
+                     truncator: Any) -> list[tuple[float, int]]:
+    """Each question's recall of its context cut at ``budget``, and the tokens kept.
 
     A question's recall is the share of its evidence snippets found verbatim in
     one passage, after the passages are cut at the budget in their own order.
     """
-    recall: dict[str, list[float]] = {"narrow": [], "broad": []}
-    tokens = []
+    out = []
     for q, passages in zip(questions, contexts, strict=True):
         kept = truncate_passages(passages, budget, truncator)
         found = snippets_found(kept, q["evidence"])
-        recall[q["kind"]].append(sum(found) / len(found))
-        tokens.append(sum(truncator.count(p) for p in kept))
-    return statistics.mean(recall["narrow"]), statistics.mean(recall["broad"]), statistics.mean(tokens)
+        out.append((sum(found) / len(found), sum(truncator.count(p) for p in kept)))
+    return out
+
+
+def recall_by_kind(questions: list[dict[str, Any]], contexts: list[list[str]], budget: int,
+                   truncator: Any) -> tuple[float, float, float]:
+    """Mean narrow and broad recall of the contexts cut at ``budget``, and the mean tokens kept."""
+    recalls = question_recalls(questions, contexts, budget, truncator)
+    recall = {kind: [r for (r, _), q in zip(recalls, questions, strict=True) if q["kind"] == kind]
+              for kind in ("narrow", "broad")}
+    return (statistics.mean(recall["narrow"]), statistics.mean(recall["broad"]),
+            statistics.mean(t for _, t in recalls))
 
 
 def main() -> int:

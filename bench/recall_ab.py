@@ -20,7 +20,6 @@ import argparse
 import statistics
 import sys
 from pathlib import Path
-from typing import Any
 
 import psycopg
 from pgvector.psycopg import register_vector
@@ -36,20 +35,9 @@ from run import git_revision  # noqa: E402
 
 from hrag_pg import defaults  # noqa: E402
 from hrag_pg.embedding import default_embedder  # noqa: E402
-from hrag_pg.evaluation import snippets_found, truncate_passages, truncator_for  # noqa: E402
+from hrag_pg.evaluation import truncator_for  # noqa: E402
 
 MODES = (("auto", True), ("auto-merge", False), ("parent-child", False))  # (mode, chooses within the budget)
-
-
-def per_question(conn: psycopg.Connection[Any], questions: list[dict[str, Any]], vectors: list[Any], mode: str,
-                 cut: int, asked_at: int, truncator: Any) -> list[float]:
-    """Each question's recall in ``mode`` asked with budget ``asked_at`` and cut at ``cut``."""
-    contexts, _ = budget.ask_all(conn, questions, vectors, mode, asked_at)
-    out = []
-    for q, passages in zip(questions, contexts, strict=True):
-        found = snippets_found(truncate_passages(passages, cut, truncator), q["evidence"])
-        out.append(sum(found) / len(found))
-    return out
 
 
 def main() -> int:
@@ -82,16 +70,19 @@ def main() -> int:
 
     rows, moved = [], []
     for mode, chooses in MODES:
-        for cut in budget.BUDGETS:
-            asked_at = cut if chooses else defaults.MAX_TOKENS
-            recall = {label: per_question(conn, questions, vectors, mode, cut, asked_at, truncator)
-                      for label, conn in conns.items()}
-            before, head = recall[args.before], recall["head"]
-            rows.append(f"| {mode} | {cut:,} | {mean(before, 'narrow'):.2f} → {mean(head, 'narrow'):.2f} | "
-                        f"{mean(before, 'broad'):.2f} → {mean(head, 'broad'):.2f} |")
-            moved += [f"- {mode} @ {cut:,}: {q['id']} ({q['kind']}) {b:.2f} → {h:.2f}: {q['question']}"
-                      for q, b, h in zip(questions, before, head, strict=True) if b != h]
-            print(rows[-1], flush=True)
+        # a mode that does not choose within the budget is asked once and cut at each budget
+        for asked_at in (budget.BUDGETS if chooses else (defaults.MAX_TOKENS,)):
+            contexts = {label: budget.ask_all(conn, questions, vectors, mode, asked_at)[0]
+                        for label, conn in conns.items()}
+            for cut in ((asked_at,) if chooses else budget.BUDGETS):
+                recall = {label: [r for r, _ in budget.question_recalls(questions, found, cut, truncator)]
+                          for label, found in contexts.items()}
+                before, head = recall[args.before], recall["head"]
+                rows.append(f"| {mode} | {cut:,} | {mean(before, 'narrow'):.2f} → {mean(head, 'narrow'):.2f} | "
+                            f"{mean(before, 'broad'):.2f} → {mean(head, 'broad'):.2f} |")
+                moved += [f"- {mode} @ {cut:,}: {q['id']} ({q['kind']}) {b:.2f} → {h:.2f}: {q['question']}"
+                          for q, b, h in zip(questions, before, head, strict=True) if b != h]
+                print(rows[-1], flush=True)
 
     lines = [f"# Recall A/B, revision {args.before} against head: {args.name}", "",
              f"`python bench/recall_ab.py --database {args.database} --name {args.name} --before {args.before}` "
