@@ -48,6 +48,10 @@ DOC_FILE_NAMES = frozenset({
 })
 #: A version before a doc name, as in util-linux's ``releases/v2.38.1-ReleaseNotes.gz``.
 _VERSION_PREFIX = re.compile(r"v?\d+(?:\.\d+)*[-_]")
+#: A topic after a doc name, as in valgrind's ``README_MISSING_SYSCALL_OR_IOCTL`` or
+#: ``README-hacking``.  Not after "install": autotools' ``install-sh`` is a script.
+_TOPIC_SUFFIX = re.compile(r"[-_][a-z0-9]+(?:[-_][a-z0-9]+)*")
+_NO_TOPIC_NAMES = frozenset({"install"})
 #: A doc name may carry up to two qualifiers (README.Debian, LICENSE.APACHE, changelog.Debian.amd64,
 #: as Debian names them), but none of these: then it is code, data or a build product
 #: (install.sh, changelog.tar.gz; install.cpython-311.pyc is refused for its "-" anyway).
@@ -110,11 +114,14 @@ def _is_plain_text(path: Path, file_type: str) -> bool:
 
 
 def _is_doc_name(name: str) -> bool:
-    """README, copyright, README.Debian, v2.38-ReleaseNotes (lower-cased, without .gz); not install.sh."""
+    """README, copyright, README.Debian, v2.38-ReleaseNotes, README_DEVELOPERS (lower-cased, no .gz); not install.sh."""
     version = _VERSION_PREFIX.match(name)
     if version:
         name = name[version.end():]
     stem, *qualifiers = name.split(".")
+    if stem not in DOC_FILE_NAMES:
+        stem = next((d for d in DOC_FILE_NAMES - _NO_TOPIC_NAMES
+                     if stem.startswith(d) and _TOPIC_SUFFIX.fullmatch(stem, len(d))), stem)
     return stem in DOC_FILE_NAMES and len(qualifiers) <= 2 and all(
         q.isalnum() and q not in _NOT_DOC_QUALIFIERS for q in qualifiers)
 

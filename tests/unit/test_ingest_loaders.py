@@ -175,7 +175,8 @@ def test_a_gzip_file_over_the_limit_once_decompressed_is_refused(tmp_path: Path,
 
 
 @pytest.mark.parametrize("name", ["README", "copyright", "NEWS.Debian.gz", "README.source", "changelog.gz",
-                                  "v2.38.1-ReleaseNotes.gz", "RELEASE-NOTES", "2.0_release_notes"])
+                                  "v2.38.1-ReleaseNotes.gz", "RELEASE-NOTES", "2.0_release_notes",
+                                  "README_MISSING_SYSCALL_OR_IOCTL.gz", "README-hacking", "NEWS-old.Debian"])
 def test_documentation_files_named_like_readme_are_read_as_text(tmp_path: Path, name: str) -> None:
     text = "Upstream notes\n\nThe package builds with the default flags.\n"
     path = tmp_path / name
@@ -186,13 +187,14 @@ def test_documentation_files_named_like_readme_are_read_as_text(tmp_path: Path, 
 
 
 def test_other_files_without_a_known_extension_and_compressed_pdfs_stay_unsupported(tmp_path: Path) -> None:
-    for name in ("Makefile", "build.sh", "manual.pdf.gz", "notes.gz"):
+    for name in ("Makefile", "build.sh", "manual.pdf.gz", "notes.gz", "install-sh"):
         (tmp_path / name).write_bytes(b"x")
     supported, skipped = iter_supported_files([tmp_path])
     assert supported == []
     assert skipped == [
         (tmp_path / "Makefile", "unsupported file type '(no extension)'"),
         (tmp_path / "build.sh", "unsupported file type '.sh'"),
+        (tmp_path / "install-sh", "unsupported file type '(no extension)'"),
         (tmp_path / "manual.pdf.gz", "unsupported file type '.pdf.gz'"),
         (tmp_path / "notes.gz", "unsupported file type '.gz' (the name inside has no known extension)"),
     ]
