@@ -69,6 +69,61 @@ def pack_short_leaves(
     return tree
 
 
+#: A label is at most this many words.
+LABEL_WORDS = 12
+_SENTENCE_ENDS = (".", "!", "?", ";", ",", "\u3002", "\uff01", "\uff1f")
+
+
+def _is_lead_in(leaf: DraftNode) -> bool:
+    """A leaf that says nothing without the block after it.
+
+    Either it ends with a colon ("For example:", "The following steps run:",
+    「例：」), or it is a label: a one-line paragraph of a few words that is
+    not a sentence, the term a definition list's description follows
+    (``UNIQUE``, ``data_checksums (boolean)``, ``-k --data-checksums``).  The
+    description alone does not even name what it describes.
+    """
+    if leaf.kind not in ("paragraph", "item"):
+        return False
+    text = leaf.content.strip()
+    if text.endswith((":", "\uff1a")):
+        return True
+    return (leaf.kind == "paragraph" and "\n" not in text and len(text.split()) <= LABEL_WORDS
+            and not text.endswith(_SENTENCE_ENDS))
+
+
+def join_lead_ins(
+    tree: DocumentTree, *, max_tokens: int, counter: TokenCounter = DEFAULT_COUNTER
+) -> DocumentTree:
+    """Join each lead-in or label to the block after it, when the two fit ``max_tokens``.  Mutates and returns ``tree``.
+
+    A lead-in says nothing alone, and the code block, list or description it
+    introduces is a weak search target without it; embedded apart, the
+    lead-in is hit for its heading path and comes back as a passage of one to
+    three tokens.
+    Whether a leaf is joined depends on it and its next sibling only, so an
+    edit re-embeds at most the pair it touches and the leaf it detaches.
+    """
+    for node, _ in list(tree.root.walk()):
+        if len(node.children) < 2:
+            continue
+        joined: list[DraftNode] = []
+        children = node.children
+        i = 0
+        while i < len(children):
+            lead, block = children[i], children[i + 1] if i + 1 < len(children) else None
+            if (block is not None and _is_lead_in(lead) and not _is_lead_in(block)
+                    and all(c.is_leaf and c.kind in PACKABLE_KINDS and not c.overlap_prefix for c in (lead, block))
+                    and counter.count(lead.content + block.separator + block.content) <= max_tokens):
+                joined.extend(_close([lead, block]))
+                i += 2
+            else:
+                joined.append(lead)
+                i += 1
+        node.children = joined
+    return tree
+
+
 def _close(run: list[DraftNode]) -> list[DraftNode]:
     """One leaf for a run of two or more; a single leaf stays as it is."""
     if len(run) < 2:
@@ -89,4 +144,4 @@ def _close(run: list[DraftNode]) -> list[DraftNode]:
     return [pack]
 
 
-__all__ = ["PACKABLE_KINDS", "pack_short_leaves"]
+__all__ = ["PACKABLE_KINDS", "join_lead_ins", "pack_short_leaves"]

@@ -25,7 +25,7 @@ from .flatten import FlatDocument, flatten
 from .groups import group_wide_parents
 from .limits import enforce_parent_limit
 from .loaders import load_document
-from .packing import pack_short_leaves
+from .packing import join_lead_ins, pack_short_leaves
 from .tokens import DEFAULT_COUNTER, CachedCounter, TokenCounter
 from .tree import DocumentTree
 
@@ -62,6 +62,9 @@ class IngestOptions:
     #: Join runs of short blocks of one section into children of about this many tokens
     #: (headings strategy only; 0: never).  See hrag_pg/ingest/packing.py.
     pack_tokens: int = 0
+    #: Join a lead-in ("For example:") to the block it introduces when the two fit max_child_tokens
+    #: (headings strategy only).  See hrag_pg/ingest/packing.py.
+    join_lead_ins: bool = True
     errors: Literal["strict", "replace"] = "strict"
 
     def __post_init__(self) -> None:
@@ -96,7 +99,10 @@ def refine(
     question_generator: QuestionGenerator | None = None,
 ) -> DocumentTree:
     """Apply the child strategy and the parent size limit to a parsed tree."""
-    if options.pack_tokens and options.child == "paragraph" and tree.metadata.get("strategy") == "headings":
+    headings = options.child == "paragraph" and tree.metadata.get("strategy") == "headings"
+    if options.join_lead_ins and headings:
+        join_lead_ins(tree, max_tokens=options.max_child_tokens, counter=counter)
+    if options.pack_tokens and headings:
         pack_short_leaves(tree, pack_tokens=options.pack_tokens, counter=counter)
     if options.child == "sentence":
         split_sentences(tree, group=options.sentences_per_child, counter=counter)

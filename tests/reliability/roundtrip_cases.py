@@ -263,7 +263,9 @@ docstring_line = st.one_of(words, st.sampled_from([">>> def as_complex(dct):", "
 def docstring(draw: st.DrawFn, indent: str) -> str:
     lines = draw(st.lists(docstring_line, min_size=1, max_size=6))
     body = "\n".join(f"{indent}{line}".rstrip() if line else "" for line in lines[1:])
-    return f'{indent}r"""{lines[0]}' + (f"\n{body}\n{indent}" if body else "") + '"""'
+    # (a one-line docstring ending in a quote would end in four: a syntax error, not a case)
+    first = lines[0] + (" " if not body and lines[0].endswith('"') else "")
+    return f'{indent}r"""{first}' + (f"\n{body}\n{indent}" if body else "") + '"""'
 
 
 @st.composite
@@ -411,6 +413,7 @@ options = st.sampled_from([8, 30, 150]).flatmap(lambda max_child: st.builds(
     child=st.sampled_from(["paragraph", "sentence", "fact", "function", "none"]),
     max_child_tokens=st.just(max_child),
     pack_tokens=st.sampled_from([0, 0, 8]),
+    join_lead_ins=st.booleans(),
     overlap_tokens=st.sampled_from([o for o in (0, 5, 25) if o < max_child]),
     max_parent_tokens=st.sampled_from([40, 300, 3000]),
     group_children_over=st.sampled_from([0, 3, 6]),

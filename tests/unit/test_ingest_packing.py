@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hrag_pg.ingest.markdown import parse_markdown
-from hrag_pg.ingest.packing import pack_short_leaves
+from hrag_pg.ingest.packing import join_lead_ins, pack_short_leaves
 from hrag_pg.ingest.pipeline import IngestOptions, prepare_tree
 from hrag_pg.ingest.tokens import ApproximateTokenCounter
 from hrag_pg.ingest.tree import DocumentTree
@@ -27,6 +27,78 @@ def test_a_lead_in_is_packed_with_the_block_it_introduces_and_no_text_is_lost() 
     texts = _leaf_texts(tree)
     assert any(t.startswith("For example:\n\n```") for t in texts), texts
     assert tree.root.full_text() == before
+
+
+def test_a_lead_in_travels_with_the_block_it_introduces_and_no_text_is_lost() -> None:
+    blocks = ["The dump can be restored with psql:", "```\npsql dbname < dumpfile\n```",
+              "A remark that introduces nothing.", "Options:", "- `-k` checks the pages", "- `-v` is verbose"]
+    tree = _doc(blocks)
+    before = tree.root.full_text()
+    join_lead_ins(tree, max_tokens=150, counter=COUNTER)
+    assert _leaf_texts(tree) == ["The dump can be restored with psql:\n\n```\npsql dbname < dumpfile\n```",
+                                 "A remark that introduces nothing.", "Options:\n\n- `-k` checks the pages",
+                                 "- `-v` is verbose"]
+    assert tree.root.full_text() == before
+
+
+def test_a_definition_lists_term_travels_with_its_description() -> None:
+    description = "Causes the system to check for duplicate values in the table."
+    tree = join_lead_ins(_doc(["UNIQUE", description, "data_checksums (boolean)", "Reports whether checksums are on.",
+                               "This line is a remark, not a label.", "Another remark follows it here."]),
+                         max_tokens=150, counter=COUNTER)
+    assert _leaf_texts(tree) == [f"UNIQUE\n\n{description}",
+                                 "data_checksums (boolean)\n\nReports whether checksums are on.",
+                                 "This line is a remark, not a label.", "Another remark follows it here."]
+
+
+def test_a_long_line_or_a_list_item_without_a_period_is_no_label() -> None:
+    long_line = " ".join(["word"] * 13)
+    tree = join_lead_ins(_doc([long_line, "Next paragraph.", "- first item", "- second item"]),
+                         max_tokens=150, counter=COUNTER)
+    assert _leaf_texts(tree) == [long_line, "Next paragraph.", "- first item", "- second item"]
+
+
+def test_a_japanese_lead_in_with_a_full_width_colon_is_a_lead_in_too() -> None:
+    tree = join_lead_ins(_doc(["設定例：", "```\nmax_connections = 100\n```"]), max_tokens=150, counter=COUNTER)
+    assert _leaf_texts(tree) == ["設定例：\n\n```\nmax_connections = 100\n```"]
+
+
+def test_a_lead_in_stays_alone_when_the_pair_would_not_fit_or_nothing_follows() -> None:
+    code = "```\n" + "\n".join(f"SELECT {i};" for i in range(60)) + "\n```"
+    tree = join_lead_ins(_doc(["For example:", code, "Finally:"]), max_tokens=150, counter=COUNTER)
+    assert _leaf_texts(tree)[0] == "For example:" and _leaf_texts(tree)[-1] == "Finally:"
+
+
+def test_of_two_lead_ins_in_a_row_only_the_second_joins_the_block() -> None:
+    tree = join_lead_ins(_doc(["Run it as follows:", "Or, on Windows:", "```\nrun.bat\n```"]),
+                         max_tokens=150, counter=COUNTER)
+    assert _leaf_texts(tree) == ["Run it as follows:", "Or, on Windows:\n\n```\nrun.bat\n```"]
+
+
+def test_editing_one_block_changes_at_most_two_children_with_lead_ins() -> None:
+    blocks = [b for i in range(15) for b in (f"Example {i} runs:", f"```\nrun --step {i}\n```",
+                                              f"Step {i} is done.")]
+    def texts(bs: list[str]) -> set[str]:
+        return set(_leaf_texts(join_lead_ins(_doc(bs), max_tokens=150, counter=COUNTER)))
+    before = texts(blocks)
+    for edited in range(len(blocks)):
+        for change in (lambda b: b.replace("run", "run --edited") if b.startswith("```") else b + " Edited",
+                       lambda b: b if b.startswith("```") else b.rstrip(".:") + " now:"):
+            changed = list(blocks)
+            changed[edited] = change(changed[edited])
+            assert len(texts(changed) - before) <= 2, f"editing block {edited} changed too many children"
+
+
+def test_lead_ins_are_joined_by_default_for_the_headings_strategy_only() -> None:
+    blocks = ["For example:", "```\nSELECT 1;\n```"]
+    joined = prepare_tree(_doc(blocks), IngestOptions(), counter=COUNTER)
+    assert len([n for n in joined.nodes if n.embed_text is not None]) == 1
+    apart = prepare_tree(_doc(blocks), IngestOptions(join_lead_ins=False), counter=COUNTER)
+    assert len([n for n in apart.nodes if n.embed_text is not None]) == 2
+    tree = _doc(blocks)
+    tree.metadata["strategy"] = "clauses"
+    assert len([n for n in prepare_tree(tree, IngestOptions(), counter=COUNTER).nodes
+                if n.embed_text is not None]) == 2
 
 
 def test_long_blocks_end_packs_and_are_never_joined_to_each_other() -> None:
