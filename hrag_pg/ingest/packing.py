@@ -18,6 +18,11 @@ it with or splits it from the next one: at most two texts to re-embed.
 
 Only leaves of the headings strategy are packed (Markdown, HTML, text):
 clause items, pages, windows and code keep their own structure.
+
+Joining lead-ins (on by default, unlike packing) is packing's narrowest
+case: a leaf that says nothing alone (it ends with a colon, or it is a
+definition list's term) joins the one block after it, if the two fit a
+child, and nothing else is joined.  Packing, when on, runs after it.
 """
 
 from __future__ import annotations

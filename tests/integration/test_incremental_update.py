@@ -63,6 +63,24 @@ def test_editing_one_paragraph_updates_only_its_row(postgresql: psycopg.Connecti
                               ([str(n) for n in rewritten],)).fetchone()[0] == 1
 
 
+def test_editing_a_description_re_embeds_only_the_leaf_it_shares_with_its_term(
+    postgresql: psycopg.Connection, db_url: str, tmp_path: Path
+) -> None:
+    """A definition list's term and its description are one leaf: editing the description re-embeds that leaf."""
+    entries = [block for i in range(20) for block in (f"OPTION_{i} (boolean)", f"Turns feature {i} on.")]
+    path = tmp_path / "options.md"
+    path.write_text(_doc(entries), encoding="utf-8")
+    hrag = HRAG(db_url, embedder=HashingEmbedder())
+    assert hrag.ingest([path]).results[0].embedded == 20, "one text per term and its description"
+    entries[15] = "Turns feature 7 on, and feature 8 off."
+    path.write_text(_doc(entries), encoding="utf-8")
+    result = hrag.ingest([path]).results[0]
+    postgresql.commit()
+    assert result.status == "updated" and result.embedded == 1
+    assert postgresql.execute("SELECT count(*) FROM hrag.nodes WHERE content = %s",
+                              ("OPTION_7 (boolean)\n\nTurns feature 7 on, and feature 8 off.",)).fetchone()[0] == 1
+
+
 def test_adding_a_paragraph_replaces_the_tree_consistently(postgresql: psycopg.Connection, db_url: str,
                                                            tmp_path: Path, paragraphs: list[str]) -> None:
     path = tmp_path / "handbook.md"
