@@ -36,6 +36,11 @@ from .tree import DocumentTree, DraftNode
 PACKABLE_KINDS = frozenset({"paragraph", "item", "code", "table"})
 
 
+def _joinable(node: DraftNode) -> bool:
+    """A whole leaf of a kind packs and lead-ins may join (not a piece of a split block)."""
+    return node.is_leaf and node.kind in PACKABLE_KINDS and not node.overlap_prefix
+
+
 def _ends_pack(leaf: DraftNode, tokens: int, pack_tokens: int) -> bool:
     if tokens * 2 >= pack_tokens:
         return True
@@ -60,7 +65,7 @@ def pack_short_leaves(
         packed: list[DraftNode] = []
         run: list[DraftNode] = []
         for child in node.children:
-            if not (child.is_leaf and child.kind in PACKABLE_KINDS and not child.overlap_prefix):
+            if not _joinable(child):
                 packed.extend(_close(run))
                 run = []
                 packed.append(child)
@@ -118,7 +123,7 @@ def join_lead_ins(
         while i < len(children):
             lead, block = children[i], children[i + 1] if i + 1 < len(children) else None
             if (block is not None and _is_lead_in(lead) and not _is_lead_in(block)
-                    and all(c.is_leaf and c.kind in PACKABLE_KINDS and not c.overlap_prefix for c in (lead, block))
+                    and _joinable(lead) and _joinable(block)
                     and counter.count(lead.content + block.separator + block.content) <= max_tokens):
                 joined.extend(_close([lead, block]))
                 i += 2
