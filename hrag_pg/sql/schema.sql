@@ -1066,9 +1066,10 @@ DECLARE
     size_exponent double precision := hrag._setting('hrag.auto_size_exponent', 0.5);
     min_lift      double precision := hrag._setting('hrag.auto_min_lift', 2.0);
     floor_share   double precision := hrag._setting('hrag.auto_floor', 0);
-    -- a node with at least this share of its children hit keeps its whole
-    -- value when it replaces taken nodes (a merge); below it, what it adds
-    merge_share   double precision := hrag._setting('hrag.auto_merge_share', 0.4);
+    -- a node holding two or more hits that cover at least this share of its
+    -- tokens keeps its whole value when it replaces taken nodes (a merge);
+    -- otherwise it is worth what it adds
+    merge_share   double precision := hrag._setting('hrag.auto_merge_share', 0.25);
     -- the best this many hits keep room in the budget (the reserved hits)
     reserved      integer := least(greatest(hrag._setting('hrag.auto_reserved_hits', 2), 0), 1000)::integer;
     r_doc         uuid[] := '{}';
@@ -1155,6 +1156,9 @@ BEGIN
                        ORDER BY h.ord);
 
     -- The candidates worth taking at all, best priority first.
+    WITH cands AS MATERIALIZED (
+        SELECT * FROM hrag._budget_candidates_each(hit_ids, hit_docs, hit_scores, hit_weights)
+    )
     SELECT coalesce(array_agg(x.node_id ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id), '{}'),
            array_agg(x.document_id ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id),
            array_agg(x.evidence ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id),
@@ -1164,14 +1168,21 @@ BEGIN
            array_agg(x.priority ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id),
            array_agg(x.hits = 1 AND x.child_count = 0 ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id),
            array_agg(x.children_hit::integer ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id),
-           array_agg(x.children_hit::double precision / greatest(x.child_count, 1)
+           -- the share of the node's tokens its hits cover (0 for one hit: a
+           -- node around a single hit adds no evidence, only tokens)
+           array_agg(CASE WHEN x.hits >= 2 THEN least(x.hit_tokens / greatest(x.subtree_tokens, 1), 1) ELSE 0 END
                      ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id)
       INTO c_node, c_doc, c_evidence, c_seq, c_end, c_tokens, c_priority, c_single_hit, c_children, c_hit_share
       FROM (SELECT cand.*,
+                   -- the tokens of the hits inside (each hit is a candidate of its own)
+                   (SELECT sum(h.subtree_tokens)::double precision
+                      FROM cands h
+                     WHERE h.node_id = ANY (hit_ids) AND h.document_id = cand.document_id
+                       AND h.seq BETWEEN cand.seq AND cand.subtree_end) AS hit_tokens,
                    cand.evidence / power(greatest(cand.subtree_tokens, 1), size_exponent) AS priority,
                    -- share of the evidence over share of the searched text: 1 = no better than chance
                    (cand.evidence / total_weight) / (greatest(cand.subtree_tokens, 1) / scope_tokens) AS lift
-              FROM hrag._budget_candidates_each(hit_ids, hit_docs, hit_scores, hit_weights) AS cand) AS x
+              FROM cands AS cand) AS x
      WHERE x.lift >= min_lift
        AND x.subtree_tokens <= max_tokens;
 
@@ -1191,8 +1202,8 @@ BEGIN
 
     -- Greedy by priority: take each candidate that fits, a node replacing the
     -- taken nodes inside it.  Such a node is worth what it adds (the evidence
-    -- not yet taken per power of the tokens it adds) unless a merge_share of
-    -- its children is hit; worth less than its place in the order, it is set
+    -- not yet taken per power of the tokens it adds) unless its hits cover a
+    -- merge_share of its tokens; worth less than its place in the order, it is set
     -- aside and comes back when the order reaches its new priority.  No node is
     -- taken that would leave too little room for the reserved hits it does not
     -- hold, so a large section with many weak hits cannot crowd out the best

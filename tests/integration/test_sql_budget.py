@@ -166,25 +166,28 @@ def test_retrieve_searches_and_selects_in_one_call_with_vector_only_for_empty_te
         assert rows and rows[0][0] == built.ids["art1"], f"query text {text!r}: vector-only behaviour"
 
 
-def _manual() -> Spec:
+def _leaves(prefix: str, n: int, tokens: int) -> list[Spec]:
+    return [Spec(f"{prefix}{i}", " ".join(["w"] * tokens), {i: 1.0}, kind="paragraph", tokens=tokens)
+            for i in range(n)]
+
+
+def _manual(notes: int = 6, note_tokens: int = 60) -> Spec:
     """Two sections of a manual and a long unrelated one (so every cluster clears the lift)."""
-    def leaves(prefix: str, n: int, tokens: int) -> list[Spec]:
-        return [Spec(f"{prefix}{i}", " ".join(["w"] * tokens), {i: 1.0}, kind="paragraph", tokens=tokens)
-                for i in range(n)]
-    notes = Spec("notes", "Notes", kind="section", children=leaves("note", 6, 60), tokens=1)
-    membership = Spec("membership", "Membership", kind="section", children=leaves("member", 5, 100), tokens=1)
-    filler = Spec("filler", "Other", kind="section", children=leaves("other", 20, 100), tokens=1)
-    return Spec("manual", kind="document", children=[notes, membership, filler])
+    return Spec("manual", kind="document", children=[
+        Spec("notes", "Notes", kind="section", children=_leaves("note", notes, note_tokens), tokens=1),
+        Spec("membership", "Membership", kind="section", children=_leaves("member", 5, 100), tokens=1),
+        Spec("filler", "Other", kind="section", children=_leaves("other", 20, 100), tokens=1),
+    ])
 
 
 def test_a_section_replacing_its_taken_hits_is_worth_only_what_it_adds(conn: psycopg.Connection) -> None:
-    """Two of six notes are hit and taken; the section around them adds 240 tokens and no evidence.
+    """Two of twelve notes are hit and taken; the section around them adds 300 tokens and no evidence.
 
     Valued at its whole evidence it would replace them and leave no room for
-    the third-best passage, in another section (a third of its children hit is
-    below hrag.auto_merge_share, so it is not a merge).
+    the third-best passage, in another section (its hits cover 60 of its 361
+    tokens, below hrag.auto_merge_share, so it is not a merge).
     """
-    built = insert_tree(conn, _manual())
+    built = insert_tree(conn, _manual(notes=12, note_tokens=30))
     key_of = {v: k for k, v in built.ids.items()}
     hits = {"note0": 0.80, "note1": 0.78, "member2": 0.76}
     sql = "SELECT node_id FROM hrag.retrieve_hits(%s, %s::real[], 400)"
@@ -197,8 +200,33 @@ def test_a_section_replacing_its_taken_hits_is_worth_only_what_it_adds(conn: psy
     assert {key_of[r[0]] for r in conn.execute(sql, params)} == {"notes"}
 
 
+def test_one_hit_in_a_section_of_a_group_and_a_leaf_is_not_a_merge_of_the_section(
+    conn: psycopg.Connection,
+) -> None:
+    """Git's release notes: a section is one 480-token group and one leaf left over, one short leaf is hit.
+
+    Counted by children that is "1 of 2 children hit", a merge: at 660 tokens
+    the section (526) was taken for one sentence and left room for one other
+    hit only (revision 0021).  One hit adds no evidence to what the leaf
+    already gives, so the section is worth only what it adds, and the room
+    goes to the other hits.
+    """
+    features = Spec("features", "Features", kind="section", tokens=1, children=[
+        Spec("group", kind="group", children=_leaves("f", 8, 60)),
+        Spec("tail", " ".join(["w"] * 45), {50: 1.0}, kind="paragraph", tokens=45),
+    ])
+    filler = Spec("filler", "Other", kind="section", children=_leaves("other", 20, 100), tokens=1)
+    built = insert_tree(conn, Spec("notes", kind="document", children=[features, filler]))
+    key_of = {v: k for k, v in built.ids.items()}
+    hits = {"f3": 0.80, "other5": 0.70, "other9": 0.68}
+    rows = conn.execute("SELECT node_id, reason FROM hrag.retrieve_hits(%s, %s::real[], 660)",
+                        ([built.ids[k] for k in hits], list(hits.values()))).fetchall()
+    assert [key_of[r[0]] for r in rows] == ["f3", "other5", "other9"]
+    assert rows[0][1] == "direct hit"
+
+
 def test_a_section_half_of_whose_children_are_hit_is_still_merged_whole(conn: psycopg.Connection) -> None:
-    """Its best note is taken first; the section (3 of 6 notes hit) then replaces it at its whole value."""
+    """Its best note is taken first; the section (its three hits cover half its tokens) then replaces it whole."""
     built = insert_tree(conn, _manual())
     key_of = {v: k for k, v in built.ids.items()}
     hits = {"note0": 0.80, "note1": 0.70, "note2": 0.69, "member2": 0.60}
