@@ -5,10 +5,11 @@
 The budget mode (``hrag.retrieve``) takes the nodes on the hits' ancestor
 paths greedily by evidence per tokens^0.5, a node replacing the taken nodes
 inside it.  Since revision 0014 such a node is worth only what it adds (the
-evidence not yet taken, per power of the tokens it adds) unless at least
-``hrag.auto_merge_share`` of its children are hit.  0 is the rule before 0014
-(every node keeps its whole value); above 1 every replacing node is valued by
-what it adds.  For each budget database (budget.DATABASES: the whole
+evidence not yet taken, per power of the tokens it adds) unless it is a
+merge: since revision 0024, two or more hits inside it that cover at least
+``hrag.auto_merge_share`` of its stored tokens (0014 to 0023: that share of
+its children hit, 0.4).  0 is the rule before 0014 (every node keeps its
+whole value); above 1 every replacing node is valued by what it adds.  For each budget database (budget.DATABASES: the whole
 pgdocs, pystdlib and nodejs) every question is asked with each share (``SET``, nothing
 is changed in the database): recall narrow / broad and tokens at 1,000 /
 2,000 / 4,000 tokens, and the statement's p50 at 2,000 (best of 3 per
@@ -34,8 +35,8 @@ from budget import BUDGETS, ask_all, budget_databases, measured, recall_by_kind 
 from hrag_pg.embedding import default_embedder  # noqa: E402
 from hrag_pg.evaluation import truncator_for  # noqa: E402
 
-#: 0: before 0014; 0.4: the default; 1.01: no node keeps its whole value.
-SHARES = (0.0, 0.25, 0.34, 0.4, 0.5, 0.67, 1.01)
+#: 0: before 0014; 0.25: the default; 1.01: no node keeps its whole value.
+SHARES = (0.0, 0.15, 0.2, 0.25, 0.3, 0.4, 1.01)
 
 
 def main() -> int:
@@ -55,11 +56,12 @@ def main() -> int:
                     cells.append(f"{narrow:.2f} / {broad:.2f} ({tokens:,.0f})")
                     if budget == 2000:
                         p50 = statistics.median(times)
-                label = {0.0: "0 (before 0014)", 0.4: "0.4 (default)", 1.01: "never whole"}.get(share, f"{share}")
+                label = {0.0: "0 (before 0014)", 0.25: "0.25 (default)", 1.01: "never whole"}.get(share, f"{share}")
                 lines.append(f"| {name} | {label} | {' | '.join(cells)} | {p50:.2f} |")
                 print(lines[-1], flush=True)
     header = [
-        "# The budget mode: when a node replacing taken nodes keeps its whole value (hrag.auto_merge_share)",
+        "# The budget mode: when a node replacing taken nodes keeps its whole value "
+        "(hrag.auto_merge_share, the share of its tokens two or more hits cover)",
         "",
         measured("merge_share.py"),
         "",
