@@ -9,9 +9,10 @@ evidence not yet taken, per power of the tokens it adds) unless it is a
 merge: since revision 0024, two or more hits inside it that cover at least
 ``hrag.auto_merge_share`` of its stored tokens (0014 to 0023: that share of
 its children hit, 0.4).  0 is the rule before 0014 (every node keeps its
-whole value); above 1 every replacing node is valued by what it adds.  For each budget database (budget.DATABASES: the whole
-pgdocs, pystdlib and nodejs) every question is asked with each share (``SET``, nothing
-is changed in the database): recall narrow / broad and tokens at 1,000 /
+whole value); above 1 every replacing node is valued by what it adds.
+For each budget database (budget.DATABASES: the whole pgdocs, pystdlib and
+nodejs) every question is asked with each share (``SET``, nothing is
+changed in the database): recall narrow / broad and tokens at 1,000 /
 2,000 / 4,000 tokens, and the statement's p50 at 2,000 (best of 3 per
 question).  Writes
 ``bench/results/merge-share.md`` with the commit, date and load average.
