@@ -552,11 +552,12 @@ def ingest_cmd(
     Re-ingesting a changed file replaces its tree atomically and re-embeds only
     changed children; unchanged files are recognised from their content hash
     without loading the model. Unsupported and empty files found in a directory
-    are skipped and listed; a file named explicitly must be supported (exit 2).
-    Read by default: Markdown and text (.md, .markdown, .txt), reStructuredText
-    (.rst), HTML, PDF and Python files; files named README, NEWS, copyright and
-    the like; and any of these but PDF compressed as .gz (as Debian installs
-    its documentation). Files over 20 MB (decompressed) or with a line over
+    are skipped and listed; a file named explicitly must be supported, and
+    paths that hold no file to read are an error (exit 2). Read by default:
+    Markdown and text (.md, .markdown, .txt), reStructuredText (.rst), HTML,
+    PDF and Python files; files named README, NEWS, copyright and the like;
+    and any of these but PDF compressed as .gz (as Debian installs its
+    documentation). Files over 20 MB (decompressed) or with a line over
     100,000 characters are refused.
 
     \b
@@ -565,7 +566,7 @@ def ingest_cmd(
         hrag ingest rules.md --strategy clauses -c hr
         hrag ingest corpus/ -c big --bulk --json
     """
-    from .ingest.loaders import file_type_of, unsupported_reason
+    from .ingest.loaders import file_type_of, iter_supported_files, nothing_to_ingest, unsupported_reason
     from .ingest.pipeline import IngestOptions
 
     if child == "qa":
@@ -590,6 +591,9 @@ def ingest_cmd(
             raise ValueError(f"{path}: no such file or directory")
         if path.is_file() and strategy is None and file_type_of(path) is None:
             raise ValueError(f"{path}: {unsupported_reason(path)}; pass --strategy to read it as text")
+    readable, skipped = iter_supported_files(paths, any_named_file=strategy is not None)
+    if not readable:  # "0 documents" with exit 0 would pass for success in a script
+        raise ValueError(nothing_to_ingest(paths, skipped))
     options = IngestOptions(strategy=strategy, child=child, max_child_tokens=max_child_tokens,  # type: ignore[arg-type]
                             overlap_tokens=overlap_tokens, max_parent_tokens=max_parent_tokens,
                             window_tokens=window_tokens, errors=errors)  # type: ignore[arg-type]

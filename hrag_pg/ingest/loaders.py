@@ -12,7 +12,7 @@ import functools
 import gzip
 import re
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from hrag_pg.errors import IngestError
@@ -135,11 +135,26 @@ def unsupported_type(path: Path) -> str:
     return f"unsupported file type {shown or '(no extension)'!r}"
 
 
+def supported_summary() -> str:
+    """What a directory walk reads, for error messages."""
+    known = ", ".join(sorted(SUPPORTED_EXTENSIONS))
+    return f"{known}, the same compressed as .gz except .pdf, and files named README, NEWS, copyright and the like"
+
+
 def unsupported_reason(path: Path) -> str:
     """Why a file is not read by default: its type, and what is read."""
-    known = ", ".join(sorted(SUPPORTED_EXTENSIONS))
-    return (f"{unsupported_type(path)} (supported: {known}, the same compressed as .gz except .pdf, "
-            "and files named README, NEWS, copyright and the like)")
+    return f"{unsupported_type(path)} (supported: {supported_summary()})"
+
+
+def nothing_to_ingest(paths: Sequence[Path | str], skipped: Sequence[tuple[Path, str]]) -> str:
+    """The error for paths that hold no file to read: an operator's script must not take it for success."""
+    named = ", ".join(str(p) for p in paths)
+    if not skipped:
+        return f"{named}: no files to ingest (the directory is empty or holds only hidden files)"
+    shown = "; ".join(f"{file}: {why}" for file, why in skipped[:3])
+    more = f"; and {len(skipped) - 3:,} more" if len(skipped) > 3 else ""
+    return (f"{named}: no files to ingest, {len(skipped):,} skipped ({shown}{more}); "
+            f"read by default: {supported_summary()}")
 
 
 def _read_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
@@ -349,6 +364,8 @@ __all__ = [
     "file_type_of",
     "iter_supported_files",
     "load_document",
+    "nothing_to_ingest",
     "read_text",
+    "supported_summary",
     "unsupported_reason",
 ]

@@ -416,6 +416,27 @@ def test_an_empty_init_py_in_a_package_is_skipped_not_failed(tmp_path: Path, db_
     assert [Path(r.source).name for r in report.results] == ["mod.py"]
 
 
+def test_a_directory_with_no_file_to_read_is_an_error_naming_what_was_skipped(
+        env: dict[str, str], tmp_path: Path) -> None:
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "build.sh").write_text("make all\n")
+    (scripts / "config.toml").write_text("[tool]\n")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    loads = model_loads()
+    result = invoke(env, "ingest", str(scripts))
+    assert result.exit_code == 2, result.output
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(
+        f"error: {scripts}: no files to ingest, 2 skipped ({scripts / 'build.sh'}: unsupported file type "
+        f"'.sh'; {scripts / 'config.toml'}: unsupported file type '.toml'); read by default: "), line
+    assert ".md" in line and "README" in line
+    result = invoke(env, "ingest", str(empty), "--json")
+    assert result.exit_code == 2 and "no files to ingest (the directory is empty" in result.stderr
+    assert model_loads() == loads, "a walk that found nothing loaded the embedding model"
+
+
 def test_python_limits_name_the_argument_given_not_a_derived_one(db_url: str, stored) -> None:
     from hrag_pg.errors import InvalidArgument
     from hrag_pg.queries import Search
