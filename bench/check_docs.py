@@ -1,8 +1,10 @@
-"""`make check-docs`: every figure of the README's Performance section is sourced and describes HEAD.
+"""`make check-docs`: every figure of the README's Performance section and docs/performance.md is sourced and is HEAD's.
 
 The citation convention (written for people as much as for this script):
 
-* In the section between ``## Performance`` and the next ``## `` heading, an
+* In the README's section between ``## Performance`` and the next ``## ``
+  heading, and anywhere in ``docs/performance.md`` (the measurements that
+  explain the README's figures: revision A/B studies, scale, settings), an
   HTML comment ``<!-- figures: bench/results/full.md -->`` (one or more paths,
   comma-separated) names the results file(s) of every paragraph and table
   after it, up to the next such comment.  A paragraph or table with a figure
@@ -52,18 +54,25 @@ class Block:
     group: int  # blocks after the same citation comment share their "measured at" marks
 
 
-def performance_blocks(readme: str) -> list[Block]:
-    """The paragraphs and tables of the Performance section, each with the files it cites."""
-    match = re.search(r"^## Performance\s*$(.*?)(?=^## )", readme, re.DOTALL | re.MULTILINE)
-    if not match:
-        raise SystemExit("check-docs: README.md has no '## Performance' section")
-    start_line = readme[:match.start(1)].count("\n") + 1
+#: The documents checked: (path in the repository, the ``## `` section holding the figures, or None for all of it).
+DOCUMENTS = (("README.md", "Performance"), ("docs/performance.md", None))
+
+
+def performance_blocks(text: str, section: str | None = "Performance") -> list[Block]:
+    """The paragraphs and tables of ``section`` (None: the whole text), each with the files it cites."""
+    if section is None:
+        body, start_line = text + "\n", 1
+    else:
+        match = re.search(rf"^## {re.escape(section)}\s*$(.*?)(?=^## |\Z)", text, re.DOTALL | re.MULTILINE)
+        if not match:
+            raise SystemExit(f"check-docs: no '## {section}' section")
+        body, start_line = match.group(1), text[:match.start(1)].count("\n") + 1
     blocks: list[Block] = []
     sources: list[str] = []
     group = 0
     current: list[str] = []
     first = start_line
-    for offset, line in enumerate(match.group(1).split("\n")):
+    for offset, line in enumerate(body.split("\n")):
         cited = CITATION.search(line)
         if cited:
             sources = [s.strip() for s in cited.group(1).split(",") if s.strip()]
@@ -137,14 +146,16 @@ def last_written(path: Path) -> str | None:
     return git("log", "-1", "--format=%h", "--", str(path.relative_to(REPO))).stdout.strip() or None
 
 
-def check(readme_path: Path = REPO / "README.md") -> list[str]:
+def check(document: Path = REPO / "README.md", section: str | None = "Performance") -> list[str]:
+    """One line per problem of the figures in ``section`` of ``document`` (None: the whole file)."""
     problems: list[str] = []
-    blocks = performance_blocks(readme_path.read_text(encoding="utf-8"))
+    blocks = performance_blocks(document.read_text(encoding="utf-8"), section)
+    name = str(document.relative_to(REPO)) if document.is_relative_to(REPO) else document.name
     for block in blocks:
         found = figures(block.text)
         if not found:
             continue
-        where = f"README.md:{block.line}"
+        where = f"{name}:{block.line}"
         if not block.sources:
             problems.append(f"{where}: figures {[f for f, _, _ in found]} cite no results file "
                             "(add <!-- figures: bench/results/FILE.md --> before the paragraph)")
@@ -161,12 +172,12 @@ def check(readme_path: Path = REPO / "README.md") -> list[str]:
         marked = [m.group(1) for b in blocks if b.group == block.group for m in MEASURED_AT.finditer(b.text)]
         for path in paths:
             sha, problem = recorded_commit(path)
-            name = str(path.relative_to(REPO))
+            results = str(path.relative_to(REPO))
             if marked:
                 expected = sha or last_written(path)
                 if not any(expected and (m.startswith(expected[:7]) or expected.startswith(m[:7])) for m in marked):
                     source = f"records {sha}" if sha else f"records no commit and was last written at {expected}"
-                    problems.append(f"{where}: says 'measured at {', '.join(marked)}' but {name} {source}")
+                    problems.append(f"{where}: says 'measured at {', '.join(marked)}' but {results} {source}")
                 continue
             if problem:
                 problems.append(f"{where}: {problem}; re-run the benchmark or mark the figures "
@@ -178,19 +189,21 @@ def check(readme_path: Path = REPO / "README.md") -> list[str]:
                 problems.append(f"{where}: {unknown}")
                 continue
             if git("diff", "--quiet", sha, "HEAD", "--", "hrag_pg", "sql").returncode != 0:
-                problems.append(f"{where}: {name} measured commit {sha}, but hrag_pg/ or sql/ changed since; "
+                problems.append(f"{where}: {results} measured commit {sha}, but hrag_pg/ or sql/ changed since; "
                                 f"re-run the benchmark or mark the figures 'measured at {sha}'")
     return problems
 
 
 def main() -> int:
-    problems = check()
+    problems = [p for name, section in DOCUMENTS for p in check(REPO / name, section)]
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
-        print(f"check-docs: {len(problems)} problem(s) in the README's Performance section", file=sys.stderr)
+        print(f"check-docs: {len(problems)} problem(s) in the README's Performance section and docs/performance.md",
+              file=sys.stderr)
         return 1
-    print("check-docs: every figure of the README's Performance section is in the results file it cites")
+    print("check-docs: every figure of the README's Performance section and docs/performance.md is in the "
+          "results file it cites")
     return 0
 
 

@@ -22,33 +22,46 @@ def check_docs() -> ModuleType:
     return module
 
 
-def _readme(tmp_path: Path, old: str, new: str) -> Path:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    assert old in text, f"the README no longer contains {old!r}: update this test"
-    path = tmp_path / "README.md"
+def _edited(tmp_path: Path, name: str, old: str, new: str) -> Path:
+    """A copy of the repository's document ``name`` with ``old`` replaced by ``new``."""
+    text = (REPO / name).read_text(encoding="utf-8")
+    assert old in text, f"{name} no longer contains {old!r}: update this test"
+    path = tmp_path / Path(name).name
     path.write_text(text.replace(old, new, 1), encoding="utf-8")
     return path
 
 
+def _readme(tmp_path: Path, old: str, new: str) -> Path:
+    return _edited(tmp_path, "README.md", old, new)
+
+
+def _performance(tmp_path: Path, old: str, new: str) -> Path:
+    return _edited(tmp_path, "docs/performance.md", old, new)
+
+
+def test_the_readme_and_the_performance_page_are_both_checked(check_docs: ModuleType) -> None:
+    assert set(check_docs.DOCUMENTS) == {("README.md", "Performance"), ("docs/performance.md", None)}
+
+
 def test_a_figure_missing_from_its_results_file_is_reported(check_docs: ModuleType, tmp_path: Path) -> None:
     # The stale figure of issue 14: 0.69 came from a replaced run.
-    readme = _readme(tmp_path, "is 0.635 with", "is 0.635–0.69 with")
-    problems = check_docs.check(readme)
+    page = _performance(tmp_path, "is 0.635 with", "is 0.635–0.69 with")
+    problems = check_docs.check(page, None)
     assert any("figure '0.69' is not in bench/results/scale-full.md" in p for p in problems), problems
 
 
 def test_figures_of_older_code_need_an_explicit_measured_at(check_docs: ModuleType, tmp_path: Path) -> None:
-    readme = _readme(tmp_path, "(measured at 4876567, same database", "(measured on the same database")
-    problems = check_docs.check(readme)
+    page = _performance(tmp_path, "(measured at 4876567, same database", "(measured on the same database")
+    problems = check_docs.check(page, None)
     assert any(("bench/results/revision-ab-0011-vs-0010-pgdocs.md measured commit" in p
                 and "but hrag_pg/ or sql/ changed since" in p)
                or "not in this shallow clone" in p for p in problems), problems
 
 
 def test_a_wrong_measured_at_is_reported(check_docs: ModuleType, tmp_path: Path) -> None:
-    readme = _readme(tmp_path, "`bench/sql_latency.py --full`, measured at\n961b785",
-                     "`bench/sql_latency.py --full`, measured at\n2418218")
-    problems = check_docs.check(readme)
+    page = _performance(tmp_path, "`bench/sql_latency.py --full`, measured at\n961b785",
+                        "`bench/sql_latency.py --full`, measured at\n2418218")
+    problems = check_docs.check(page, None)
     assert any("says 'measured at 2418218' but bench/results/scale-full.md records" in p for p in problems), problems
 
 
