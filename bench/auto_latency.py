@@ -17,7 +17,9 @@ import os
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from pgvector.psycopg import register_vector
@@ -26,9 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import benchdb
 import common
-from run import git_revision
 
-from hrag_pg import db
 from hrag_pg.embedding import default_embedder
 
 STATEMENTS = {
@@ -39,19 +39,33 @@ STATEMENTS = {
 }
 
 
-def main() -> int:
-    here = Path(__file__).resolve().parent
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+@dataclass
+class BudgetDatabase:
+    """A database ``bench/budget.py`` ingested, and its question set embedded once."""
+
+    name: str
+    url: str
+    questions: list[dict[str, Any]]
+    vectors: list[Any]
+
+
+def budget_database(description: str | None) -> BudgetDatabase:
+    """The command line the budget mode's speed studies share: ``--database``, ``--questions``, ``--data-dir``."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--database", required=True)
-    parser.add_argument("--questions", type=Path, default=here / "questions" / "pgdocs.jsonl")
-    parser.add_argument("--data-dir", type=Path, default=here / ".data" / "pg")
+    parser.add_argument("--questions", type=Path, default=common.DEFAULT_QUESTIONS)
+    parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR / "pg")
     args = parser.parse_args()
-    revision = git_revision()
-    url = db.libpq_url(db.sqlalchemy_url(benchdb._with_database(benchdb.maintenance_url(args.data_dir),
-                                                                 args.database)))
     questions = common.read_questions(args.questions)
-    vectors = default_embedder().embed([q["question"] for q in questions])
-    conn = psycopg.connect(url)
+    vectors = list(default_embedder().embed([q["question"] for q in questions]))
+    return BudgetDatabase(args.database, benchdb.database_url(args.data_dir, args.database), questions, vectors)
+
+
+def main() -> int:
+    target = budget_database(__doc__)
+    revision = common.git_revision()
+    questions, vectors = target.questions, target.vectors
+    conn = psycopg.connect(target.url)
     register_vector(conn)
     timings: dict[str, list[float]] = {name: [] for name in STATEMENTS}
     for warm in (True, False, False, False):
@@ -63,7 +77,7 @@ def main() -> int:
                     timings[name].append((time.perf_counter() - started) * 1000)
     base = statistics.median(timings["search_leaves(k=20)"])
     load = os.getloadavg()[0]
-    lines = [f"# Budget mode latency: {args.database}", "",
+    lines = [f"# Budget mode latency: {target.name}", "",
              f"{len(questions)} questions × 3 passes after a warm-up, one SQL statement each over a unix socket. "
              f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, load average {load:.1f} "
              "(2 cores).",
@@ -74,9 +88,7 @@ def main() -> int:
         p95 = values[int(0.95 * (len(values) - 1))]
         lines.append(f"| {name} | {statistics.median(values):.2f} | {p95:.2f} | "
                      f"{statistics.median(values) / base:.2f}× |")
-    out = here / "results" / f"auto-latency-{args.database}.md"
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines))
+    common.write_results(common.RESULTS_DIR / f"auto-latency-{target.name}.md", lines, echo=True)
     return 0
 
 

@@ -15,7 +15,6 @@ average.
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import os
 import statistics
@@ -29,12 +28,8 @@ from pgvector.psycopg import register_vector
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import benchdb
 import common
-from run import git_revision
-
-from hrag_pg import db
-from hrag_pg.embedding import default_embedder
+from auto_latency import budget_database
 
 RETRIEVE = "SELECT * FROM hrag.retrieve(%(q)s, %(qt)s, 2000, 'bench')"
 SEARCH_LEAVES = "SELECT * FROM hrag.search_leaves(%(q)s, 20, 'bench')"
@@ -99,23 +94,16 @@ def function_times(
 
 
 def main() -> int:
-    here = Path(__file__).resolve().parent
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--database", required=True)
-    parser.add_argument("--questions", type=Path, default=here / "questions" / "pgdocs.jsonl")
-    parser.add_argument("--data-dir", type=Path, default=here / ".data" / "pg")
-    args = parser.parse_args()
-    revision = git_revision()
-    url = db.libpq_url(db.sqlalchemy_url(benchdb._with_database(benchdb.maintenance_url(args.data_dir), args.database)))
-    questions = common.read_questions(args.questions)
-    vectors = list(default_embedder().embed([q["question"] for q in questions]))
+    target = budget_database(__doc__)
+    revision = common.git_revision()
+    url, questions, vectors = target.url, target.questions, target.vectors
 
     leaves, _, leaves_p50 = function_times(url, SEARCH_LEAVES, questions, vectors)
     times, calls, retrieve_p50 = function_times(url, RETRIEVE, questions, vectors)
     yardstick = leaves["search_leaves"][0]
     whole = times["retrieve"][0]
     lines = [
-        f"# Where the budget mode's time goes: {args.database}",
+        f"# Where the budget mode's time goes: {target.name}",
         "",
         f"{len(questions)} questions × {PASSES} passes after a warm-up ({calls} calls), "
         "`hrag.retrieve(q, text, 2000)` on a connection with `track_functions = 'pl'`; per call, the time "
@@ -136,7 +124,7 @@ def main() -> int:
         ms = sum(times.get(name, (0.0, 0.0))[0 if kind == "total" else 1] for name, kind in parts)
         accounted += ms
         lines.append(f"| {label} | {ms:.3f} | {ms / whole:.0%} | {ms / yardstick:.2f}× |")
-    stage = sum(times.get(name, (0.0, 0.0))[0] for name in ("search_hybrid",))
+    stage = times["search_hybrid"][0]
     lines += [
         f"| **the candidate stage** (search_hybrid, all of it) | {stage:.3f} | {stage / whole:.0%} | "
         f"{stage / yardstick:.2f}× |",
@@ -146,10 +134,7 @@ def main() -> int:
         "",
         f"The steps add up to {accounted:.3f} ms of {whole:.3f}.",
     ]
-    out = here / "results" / f"auto-profile-{args.database}.md"
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines))
-    print(f"wrote {out}")
+    common.write_results(common.RESULTS_DIR / f"auto-profile-{target.name}.md", lines, echo=True)
     return 0
 
 

@@ -19,9 +19,15 @@ from hrag_pg import db, embedded, migrate
 ENV_URL = "HRAG_BENCH_DATABASE_URL"
 
 
-def _with_database(url: str, name: str) -> str:
+def with_database(url: str, name: str) -> str:
+    """The same server's URL with another database."""
     parts = urlsplit(url)
     return urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, parts.fragment))
+
+
+def database_url(data_dir: Path, name: str) -> str:
+    """A libpq URL of the benchmark database ``name`` (starting the embedded server if needed)."""
+    return with_database(maintenance_url(data_dir), name)
 
 
 def maintenance_url(data_dir: Path) -> str:
@@ -39,7 +45,7 @@ def fresh_database(data_dir: Path, name: str, *, migrated: bool = True) -> str:
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
-    url = db.sqlalchemy_url(_with_database(admin, name))
+    url = db.sqlalchemy_url(with_database(admin, name))
     if migrated:
         migrate.upgrade(url)
     return url
@@ -66,5 +72,5 @@ def downgraded_copy(admin: str, database: str, revision: str) -> str:
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{copy}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{copy}" TEMPLATE "{database}"')
-    migrate.downgrade(db.sqlalchemy_url(_with_database(admin, copy)), revision)
+    migrate.downgrade(db.sqlalchemy_url(with_database(admin, copy)), revision)
     return copy

@@ -57,7 +57,7 @@ DATABASES = (("pgdocs", "pgdocs.jsonl", "hrag_bench_full"),
 def budget_databases(embedder: Any) -> Iterator[tuple[str, str, list[dict[str, Any]], list[Any]]]:
     """Each database of DATABASES: name, libpq URL, its answerable questions and their vectors."""
     for name, question_file, database in DATABASES:
-        url = benchdb._with_database(benchdb.maintenance_url(HERE / ".data" / "pg"), database)
+        url = benchdb.database_url(HERE / ".data" / "pg", database)
         corpus = common.DEFAULT_CORPUS if name == "pgdocs" else HERE / ".data" / "corpora" / name
         questions = common.read_questions(HERE / "questions" / question_file)
         questions = common.answerable(questions, common.select_files(corpus, questions, small=False))
@@ -150,7 +150,7 @@ def main() -> int:
     options = IngestOptions() if args.pack_tokens is None else IngestOptions(pack_tokens=args.pack_tokens)
 
     if args.reuse:
-        url = db.sqlalchemy_url(benchdb._with_database(benchdb.maintenance_url(args.data_dir), dbname))
+        url = db.sqlalchemy_url(benchdb.database_url(args.data_dir, dbname))
     else:
         url = benchdb.fresh_database(args.data_dir, dbname)
     hrag = HRAG(url)
@@ -210,8 +210,7 @@ def main() -> int:
     if ingest_seconds is not None:
         lines += ["", f"Ingestion: {ingest_seconds:.0f} s (bulk load)."]
     out = here / "results" / f"budget-{name}.md"
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print(f"wrote {out}")
+    common.write_results(out, lines)
     return 0
 
 

@@ -154,7 +154,7 @@ def main() -> int:
     if args.source_url:
         source_url = args.source_url
     elif args.reuse:
-        source_url = db.sqlalchemy_url(benchdb._with_database(benchdb.maintenance_url(args.data_dir), DATABASE))
+        source_url = db.sqlalchemy_url(benchdb.database_url(args.data_dir, DATABASE))
         migrate.upgrade(source_url)
     else:
         source_url = benchdb.fresh_database(args.data_dir, DATABASE)

@@ -126,3 +126,13 @@ def git_revision() -> str:
     return head + (" + uncommitted changes in hrag_pg/ or sql/" if git("status", "--porcelain", "hrag_pg", "sql")
                    else "")
 
+
+def write_results(out: Path, lines: list[str], *, echo: bool = False) -> None:
+    """Write a results file (Markdown, one entry a line) and say where, so a long run's end names its output.
+
+    ``echo`` prints the document too, for the short studies whose table is the answer.
+    """
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if echo:
+        print("\n".join(lines))
+    print(f"wrote {out}")

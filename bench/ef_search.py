@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=common.RESULTS_DIR)
     args = parser.parse_args(argv)
     admin = benchdb.maintenance_url(args.data_dir)
-    url = db.libpq_url(benchdb._with_database(admin, f"hrag_bench_scale_{args.leaves}"))
+    url = db.libpq_url(benchdb.with_database(admin, f"hrag_bench_scale_{args.leaves}"))
     rng = np.random.default_rng(1)
     rows = []
     with psycopg.connect(url, autocommit=True) as conn:

@@ -67,7 +67,7 @@ def main() -> int:
     parser.add_argument("--data-dir", type=Path, default=here / ".data" / "pg")
     args = parser.parse_args()
     dbname = f"hrag_bench_budget_{args.name.replace('-', '_')}"
-    url = db.sqlalchemy_url(benchdb._with_database(benchdb.maintenance_url(args.data_dir), dbname))
+    url = db.sqlalchemy_url(benchdb.database_url(args.data_dir, dbname))
     questions = [q["question"] for q in common.read_questions(args.questions)]
     conn = psycopg.connect(db.libpq_url(url), autocommit=True)
     leaves = conn.execute("SELECT count(*) FROM hrag.nodes WHERE embedding IS NOT NULL AND collection = %s",
@@ -115,9 +115,7 @@ def main() -> int:
     lines += ["", f"The two agree on every term's frequency for {len(questions) - disagreements} of "
               f"{len(questions)} questions."]
     out = here / "results" / f"idf-sources-{args.name}.md"
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines))
-    print(f"wrote {out}")
+    common.write_results(out, lines, echo=True)
     return 0
 
 

@@ -31,6 +31,7 @@ from psycopg.rows import dict_row
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import common  # noqa: E402
 from budget import BUDGETS, ask_all, budget_databases, measured, recall_by_kind  # noqa: E402
 
 from hrag_pg.embedding import default_embedder  # noqa: E402
@@ -73,8 +74,7 @@ def main() -> int:
         "|---|---|---:|---:|---:|---:|",
     ]
     out = HERE / "results" / "merge-share.md"
-    out.write_text("\n".join(header + lines) + "\n", encoding="utf-8")
-    print(f"wrote {out}")
+    common.write_results(out, header + lines)
     return 0
 
 

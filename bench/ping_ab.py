@@ -43,7 +43,7 @@ def main() -> int:
     parser.add_argument("--data-dir", type=Path, default=HERE / ".data" / "pg")
     args = parser.parse_args()
 
-    url = benchdb._with_database(benchdb.maintenance_url(args.data_dir), args.database)
+    url = benchdb.database_url(args.data_dir, args.database)
     embedder = default_embedder()
     hrag = HRAG(url, embedder=embedder)
     questions = common.read_questions(args.questions)
@@ -74,7 +74,7 @@ def main() -> int:
                      f"{same}/{len(questions) * (args.passes + 1)} |")
         print(lines[-1], flush=True)
     out = HERE / "results" / f"ping-ab-{args.database}.md"
-    out.write_text("\n".join([
+    common.write_results(out, [
         "# Reads without the pool's ping against reads with it",
         "",
         f"Database `{args.database}`, {len(questions)} questions × {args.passes} passes after a warm-up, "
@@ -84,8 +84,7 @@ def main() -> int:
         "| retriever | pinged (before) p50 ms | unpinged (HEAD) p50 ms | HEAD ÷ before | identical results |",
         "|---|---:|---:|---:|---:|",
         *lines,
-    ]) + "\n", encoding="utf-8")
-    print(f"wrote {out}")
+    ])
     return 0
 
 

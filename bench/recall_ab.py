@@ -60,7 +60,7 @@ def main() -> int:
     vectors = list(embedder.embed([q["question"] for q in questions]))
     conns = {}
     for label, database in ((args.before, copy), ("head", args.database)):
-        conn = psycopg.connect(benchdb._with_database(admin, database), row_factory=dict_row, autocommit=True)
+        conn = psycopg.connect(benchdb.with_database(admin, database), row_factory=dict_row, autocommit=True)
         register_vector(conn)
         conn.execute("SET enable_indexscan = off")  # the vector stage exact on both (see the docstring)
         conns[label] = conn
@@ -93,8 +93,7 @@ def main() -> int:
              "|---|---:|---:|---:|", *rows, "",
              "Questions whose recall moved:" if moved else "No question's recall moved.", *moved]
     out = HERE / "results" / f"recall-ab-{args.before}-{args.name}.md"
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print(f"wrote {out}")
+    common.write_results(out, lines)
     return 0
 
 

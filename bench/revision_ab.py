@@ -62,13 +62,13 @@ def main() -> int:
     copy = benchdb.downgraded_copy(admin, args.database, args.before)
     # A revision may rewrite hrag.nodes (0023 does, both ways): time both databases vacuumed and analyzed.
     for name in (args.database, copy):
-        with psycopg.connect(benchdb._with_database(admin, name), autocommit=True) as conn:
+        with psycopg.connect(benchdb.with_database(admin, name), autocommit=True) as conn:
             conn.execute("VACUUM (ANALYZE) hrag.nodes, hrag.documents, hrag.document_terms")
 
     questions = common.read_questions(common.DEFAULT_QUESTIONS)
     vectors = default_embedder().embed([q["question"] for q in questions])
-    conns = {"head": psycopg.connect(benchdb._with_database(admin, args.database)),
-             args.before: psycopg.connect(benchdb._with_database(admin, copy))}
+    conns = {"head": psycopg.connect(benchdb.with_database(admin, args.database)),
+             args.before: psycopg.connect(benchdb.with_database(admin, copy))}
     for conn in conns.values():
         register_vector(conn)
     timings: dict[tuple[str, str], list[float]] = {(s, r): [] for s in STATEMENTS for r in conns}

@@ -774,8 +774,7 @@ def remeasure_reingest(args: argparse.Namespace, name: str, report: dict[str, An
         raise SystemExit(f"--reingest-only: hrag_pg/ differs from the run's commit {measured}: re-run the benchmark")
     from hrag_pg import db
 
-    url = db.sqlalchemy_url(benchdb._with_database(benchdb.maintenance_url(args.data_dir / "pg"),
-                                                   f"hrag_bench_{name}"))
+    url = db.sqlalchemy_url(benchdb.database_url(args.data_dir / "pg", f"hrag_bench_{name}"))
     embedder = TimedEmbedder(SentenceTransformerEmbedder())
     hrag = HRAG(url, embedder=embedder)
     hrag.embed_query("warm up")

@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     questions = load_questions(args.data_dir / f"{args.name}-questions.jsonl")
     admin = benchdb.maintenance_url(args.data_dir / "pg")
-    url = benchdb.db.sqlalchemy_url(benchdb._with_database(admin, f"hrag_bench_{args.name}"))
+    url = benchdb.db.sqlalchemy_url(benchdb.with_database(admin, f"hrag_bench_{args.name}"))
     hrag = HRAG.open(url)  # migrates a database left by an older hrag-pg
     rows = []
     for mode in args.mode or sorted(GRIDS):

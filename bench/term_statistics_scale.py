@@ -77,7 +77,7 @@ def main() -> int:
         for name in (before, scaled):
             conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
         conn.execute(f'CREATE DATABASE "{scaled}" TEMPLATE "{args.database}"')
-    with psycopg.connect(benchdb._with_database(admin, scaled)) as conn:
+    with psycopg.connect(benchdb.with_database(admin, scaled)) as conn:
         for statement in COPY_DOCUMENTS:
             conn.execute(statement, {"copies": args.copies})
         conn.commit()
@@ -92,12 +92,12 @@ def main() -> int:
     assert problems == 0, "the copied statistics disagree with the documents"
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{before}" TEMPLATE "{scaled}"')
-    migrate.downgrade(db.sqlalchemy_url(benchdb._with_database(admin, before)), "0020")
+    migrate.downgrade(db.sqlalchemy_url(benchdb.with_database(admin, before)), "0020")
 
     questions = common.read_questions(common.DEFAULT_QUESTIONS)
     vectors = default_embedder().embed([q["question"] for q in questions])
-    conns = {"0021": psycopg.connect(benchdb._with_database(admin, scaled)),
-             "0020": psycopg.connect(benchdb._with_database(admin, before))}
+    conns = {"0021": psycopg.connect(benchdb.with_database(admin, scaled)),
+             "0020": psycopg.connect(benchdb.with_database(admin, before))}
     for conn in conns.values():
         register_vector(conn)
     timings: dict[tuple[str, str], list[float]] = {(s, r): [] for s in STATEMENTS for r in conns}
