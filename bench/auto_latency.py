@@ -56,9 +56,14 @@ def budget_database(description: str | None) -> BudgetDatabase:
     parser.add_argument("--questions", type=Path, default=common.DEFAULT_QUESTIONS)
     parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR / "pg")
     args = parser.parse_args()
+    admin = benchdb.maintenance_url(args.data_dir)
+    with psycopg.connect(admin) as conn:  # before the model loads: a wrong name fails at once
+        names = [row[0] for row in conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'hrag_bench%'")]
+    if args.database not in names:
+        parser.error(f"no database {args.database!r} on {admin}; the benchmark's: {', '.join(sorted(names)) or 'none'}")
     questions = common.read_questions(args.questions)
     vectors = list(default_embedder().embed([q["question"] for q in questions]))
-    return BudgetDatabase(args.database, benchdb.database_url(args.data_dir, args.database), questions, vectors)
+    return BudgetDatabase(args.database, benchdb.with_database(admin, args.database), questions, vectors)
 
 
 def main() -> int:
