@@ -39,6 +39,7 @@ from run import git_revision
 
 from hrag_pg import db, defaults, queries
 from hrag_pg.api import HRAG
+from hrag_pg.embedding import embed_queries
 from hrag_pg.evaluation import snippets_found, truncate_passages, truncator_for
 from hrag_pg.ingest.pipeline import IngestOptions
 
@@ -138,14 +139,17 @@ def main() -> int:
                                            "e.g. hrag_bench_full from `run.py --full`: same code, no second "
                                            "ingestion of the whole manual")
     parser.add_argument("--data-dir", type=Path, default=here / ".data" / "pg")
+    parser.add_argument("--model", default=None,
+                        help="embedding model (default: hrag's choice for a new collection, by the corpus' script); "
+                             "the results file and database get the model's name")
     args = parser.parse_args()
     revision = git_revision()  # the code this run imports, not whatever HEAD is when it ends
 
     questions = common.read_questions(args.questions)
     files = common.select_files(args.corpus, questions, small=args.small)
     questions = common.answerable(questions, files)
-    name = f"{args.name}{'-small' if args.small else ''}"
-    dbname = args.database or f"hrag_bench_budget_{name.replace('-', '_')}"
+    name = f"{args.name}{'-small' if args.small else ''}" + (f"-{args.model}" if args.model else "")
+    dbname = args.database or f"hrag_bench_budget_{name.replace('-', '_').replace('.', '_').lower()}"
     args.reuse = args.reuse or args.database is not None
     options = IngestOptions() if args.pack_tokens is None else IngestOptions(pack_tokens=args.pack_tokens)
 
@@ -153,7 +157,7 @@ def main() -> int:
         url = db.sqlalchemy_url(benchdb.database_url(args.data_dir, dbname))
     else:
         url = benchdb.fresh_database(args.data_dir, dbname)
-    hrag = HRAG(url)
+    hrag = HRAG(url, model=args.model)
     ingest_seconds = None
     if not args.reuse:
         started = time.perf_counter()
@@ -161,8 +165,10 @@ def main() -> int:
         ingest_seconds = time.perf_counter() - started
         print(f"ingested {len(report.results)} files ({report.nodes} nodes) in {ingest_seconds:.0f} s", flush=True)
 
-    truncator = truncator_for(hrag.embedder)
-    vectors = hrag.embedder.embed([q["question"] for q in questions])
+    embedder = hrag.query_embedder(COLLECTION)  # the collection's model, with its query prompt
+    truncator = truncator_for(embedder)
+    vectors = embed_queries(embedder, [q["question"] for q in questions])
+    model = hrag.collection_models(COLLECTION)[COLLECTION]
     conn = psycopg.connect(db.libpq_url(url), row_factory=dict_row)
     register_vector(conn)
     stats = conn.execute("SELECT count(*) AS leaves, round(avg(token_count)) AS tokens "
@@ -193,6 +199,7 @@ def main() -> int:
         f"Corpus: {len(files)} files from `{args.corpus.name}`, {len(questions)} questions "
         f"({sum(q['kind'] == 'narrow' for q in questions)} narrow, {sum(q['kind'] == 'broad' for q in questions)} "
         f"broad) from `{args.questions.name}`; {leaves:,} search targets of {leaf_tokens:.0f} tokens on average. "
+        f"Embedding model: {model.name} (tokens and budgets are this model's tokenizer's). "
         f"Ingestion options: {options}.",
         f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, load average "
         f"{load:.1f} (2 cores; latencies are the SQL statement alone and rough under load).",

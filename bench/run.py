@@ -42,7 +42,7 @@ import numpy as np
 import sqlalchemy as sa
 
 from hrag_pg import HRAG
-from hrag_pg.embedding import SentenceTransformerEmbedder
+from hrag_pg.embedding import Embedder, embed_queries, embedder_for
 from hrag_pg.evaluation import (
     DEFAULT_BUDGETS,
     EvalReport,
@@ -81,15 +81,14 @@ def log(message: str) -> None:
 class TimedEmbedder:
     """Wraps the real embedder, adding up the time spent embedding and the texts embedded."""
 
-    def __init__(self, inner: SentenceTransformerEmbedder) -> None:
+    def __init__(self, inner: Embedder) -> None:
         self.inner = inner
-        self.model_name = inner.model_name
+        self.model_name = getattr(inner, "model_name", type(inner).__name__)
         self.seconds = 0.0
         self.texts = 0
 
-    @property
-    def model(self) -> Any:
-        return self.inner.model
+    def __getattr__(self, name: str) -> Any:  # identity, folder (the truncator's tokenizer), …
+        return getattr(self.inner, name)
 
     @property
     def dim(self) -> int:
@@ -105,6 +104,9 @@ class TimedEmbedder:
         self.seconds += time.perf_counter() - started
         self.texts += len(texts)
         return out
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        return embed_queries(self.inner, texts)
 
     def reset(self) -> None:
         self.seconds, self.texts = 0.0, 0
@@ -653,7 +655,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # ---- hrag-pg
     url = benchdb.fresh_database(args.data_dir / "pg", f"hrag_bench_{name}")
-    embedder = TimedEmbedder(SentenceTransformerEmbedder())
+    embedder = TimedEmbedder(embedder_for())
     t0 = time.perf_counter()
     hrag = HRAG(url, embedder=embedder)
     hrag.embed_query("warm up")
@@ -775,7 +777,7 @@ def remeasure_reingest(args: argparse.Namespace, name: str, report: dict[str, An
     from hrag_pg import db
 
     url = db.sqlalchemy_url(benchdb.database_url(args.data_dir / "pg", f"hrag_bench_{name}"))
-    embedder = TimedEmbedder(SentenceTransformerEmbedder())
+    embedder = TimedEmbedder(embedder_for())
     hrag = HRAG(url, embedder=embedder)
     hrag.embed_query("warm up")
     files = [Path(line) for line in (args.data_dir / f"{name}-files.txt").read_text(encoding="utf-8").split()]

@@ -18,6 +18,14 @@ and footers are dropped):
   their title;
 * lists as ``-``/``1.`` items (nested ones indented), tables as pipe tables.
 
+``convert_docbook_page`` does the same for a page of DocBook XSL's chunked
+HTML (the Debian FAQ, the installation guide): the whole ``<body>`` without
+the navigation header and footer and the tables of contents, headings shifted
+so the page's own title is ``#`` (a section page's ``<h2>`` title becomes
+``#``, its ``<h3>`` subsections ``##``), and the admonitions ("注記",
+"警告" …, drawn as a table with an icon) as a paragraph prefixed with their
+title, as above.  Sphinx pages are rendered exactly as before.
+
 The output depends only on the input bytes (no dates, no dictionaries in
 hash order), so converting the same package twice gives the same files.
 """
@@ -215,11 +223,7 @@ class _Renderer:
         body = Element(el.tag, el.attrs, [c for c in el.children if c is not title_el])
         inner = self.blocks(body)
         title = inline_text(title_el) if title_el is not None else ""
-        if not title:
-            return inner
-        if inner and not inner[0].startswith(("```", "-", "|", "**", "#", "\\")) and not re.match(r"\d+\. ", inner[0]):
-            return [f"{title}: {inner[0]}", *inner[1:]]
-        return [f"{title}:", *inner]
+        return _titled(title, inner)
 
     def definitions(self, el: Element) -> list[str]:
         out: list[str] = []
@@ -279,6 +283,90 @@ class _Renderer:
         caption = el.find("caption")
         blocks = [inline_text(caption)] if caption is not None and inline_text(caption) else []
         return [*blocks, "\n".join(lines)]
+
+
+def _titled(title: str, inner: list[str]) -> list[str]:
+    """An admonition's blocks: its title before the first paragraph, or on a line of its own."""
+    if not title:
+        return inner
+    if inner and not inner[0].startswith(("```", "-", "|", "**", "#", "\\")) and not re.match(r"\d+\. ", inner[0]):
+        return [f"{title}: {inner[0]}", *inner[1:]]
+    return [f"{title}:", *inner]
+
+
+_DOCBOOK_DROPPED = frozenset({"navheader", "navfooter", "toc", "list-of-tables", "list-of-figures",
+                              "list-of-examples"})
+_DOCBOOK_ADMONITIONS = frozenset({"note", "tip", "important", "caution", "warning"})
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+
+
+class _DocBookRenderer(_Renderer):
+    """The Sphinx renderer plus DocBook XSL's navigation, admonitions and heading levels."""
+
+    def __init__(self, shift: int) -> None:
+        self.shift = shift  # levels to remove from every heading, so the page title is level 1
+
+    def block(self, el: Element) -> list[str]:
+        classes = set(el.classes)
+        if el.tag == "div" and classes & _DOCBOOK_DROPPED:
+            return []
+        if el.tag == "div" and classes & _DOCBOOK_ADMONITIONS:
+            return self.docbook_admonition(el)
+        if el.tag in _HEADINGS:
+            text = inline_text(el)
+            return [f"{'#' * max(1, int(el.tag[1]) - self.shift)} {text}"] if text else []
+        return super().block(el)
+
+    def docbook_admonition(self, el: Element) -> list[str]:
+        """``<div class="note">`` with a table (icon, ``<th>`` title, ``<td>`` body) or an ``<h3>`` title."""
+        table = next((c for c in el.children if isinstance(c, Element) and c.tag == "table"), None)
+        if table is not None:
+            title_el = table.find("th")
+            cells: list[Element] = []
+
+            def collect(node: Element) -> None:
+                for child in node.children:
+                    if isinstance(child, Element):
+                        if child.tag == "td":
+                            cells.append(child)
+                        elif child.tag != "table":
+                            collect(child)
+
+            collect(table)
+            inner = [b for cell in cells for b in self.blocks(cell)]
+        else:
+            title_el = next((c for c in el.children if isinstance(c, Element) and c.tag in _HEADINGS), None)
+            inner = self.blocks(Element(el.tag, el.attrs, [c for c in el.children if c is not title_el]))
+        return _titled(inline_text(title_el) if title_el is not None else "", inner)
+
+
+def _docbook_heading_levels(element: Element) -> list[int]:
+    """Levels of the headings below ``element`` that the DocBook renderer keeps, in document order."""
+    levels: list[int] = []
+    for child in element.children:
+        if not isinstance(child, Element) or _skipped(child):
+            continue
+        if child.tag == "div" and set(child.classes) & (_DOCBOOK_DROPPED | _DOCBOOK_ADMONITIONS):
+            continue
+        if child.tag in _HEADINGS:
+            levels.append(int(child.tag[1]))
+        else:
+            levels.extend(_docbook_heading_levels(child))
+    return levels
+
+
+def convert_docbook_page(html: str) -> tuple[str, str]:
+    """(title, Markdown) of one page of DocBook XSL chunked HTML: its ``<body>`` without navigation."""
+    root = parse_html(html)
+    body = root.find("body")
+    if body is None:
+        raise ValueError("no <body> in the page")
+    levels = _docbook_heading_levels(body)
+    if not levels:
+        raise ValueError("no heading in the page")
+    blocks = _DocBookRenderer(shift=min(levels) - 1).blocks(body)
+    title = next((b.lstrip("#").strip() for b in blocks if b.startswith("# ")), "")
+    return title, "\n\n".join(blocks) + "\n"
 
 
 def convert_page(html: str) -> tuple[str, str]:

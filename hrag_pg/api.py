@@ -29,25 +29,36 @@ import numpy as np
 from pydantic import BaseModel, Field
 from typing_extensions import Self
 
-from . import db, defaults, migrate
+from . import collection_model, db, defaults, migrate
 from .async_repository import AsyncRepository
-from .embedding import Embedder, default_embedder
-from .errors import HragError, IngestError
+from .embedding import (
+    Embedder,
+    ModelIdentity,
+    canonical_name,
+    configured_model,
+    embed_queries,
+    embedder_for,
+    identity_of,
+    model_for_texts,
+)
+from .errors import HragError, IngestError, ModelMismatchError
 from .ingest.children import QuestionGenerator
 from .ingest.flatten import FILE_PATH_KEY
 from .ingest.loaders import load_document
 from .ingest.pipeline import IngestOptions, Strategy, prepare_tree
 from .ingest.sources import keep_stored_names, name_files, old_names
 from .ingest.text import TextFormat, check_metadata, check_source, load_text
-from .ingest.tokens import TokenCounter
 from .ingest.tree import DocumentTree
 from .models import ChildChunk, Context, IngestResult, ParentChunk, RetrievalResult
+from .reembed import ReembedReport
 from .repository import Progress, Repository
 from .rerank import Reranker
 from .retrievers import AutoMergingRetriever, AutoRetriever, BaseRetriever, ParentChildRetriever, retriever_for
 
 #: Longest question accepted; the model reads 256 tokens anyway.
 MAX_QUESTION_CHARS = 10_000
+#: How long a process trusts the collection -> model records it read for questions (see HRAG._query_models).
+MODEL_RECORD_SECONDS = 5.0
 #: Default weight of lexical term overlap in the hybrid score (kept for callers; see :mod:`hrag_pg.defaults`).
 DEFAULT_LEXICAL_WEIGHT = defaults.LEXICAL_WEIGHT
 
@@ -96,8 +107,9 @@ class HRAG:
         db.check_reachable(self.url)
         self.repository = Repository(db.engine(self.url))
         self._embedder = embedder
-        self._model = model
-        self._embedder_checked = False
+        self._model = canonical_name(model) if model else None
+        self._dimension_checked: set[int] = set()
+        self._model_records: dict[str | None, tuple[float, dict[str, ModelIdentity]]] = {}
         self._async_repository: AsyncRepository | None = None
         #: The revision :meth:`open` upgraded the schema from (None: it was at head, or not installed
         #: yet), so a caller can say so: an operator who rolled back should hear of the upgrade.
@@ -130,26 +142,98 @@ class HRAG:
     # ------------------------------------------------------------- embedding
 
     @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = default_embedder(self._model)
-        if not self._embedder_checked:
-            self.repository.check_ready(self._embedder.dim)
-            self._embedder_checked = True
-        return self._embedder
+    def model(self) -> str | None:
+        """The model every collection must use (``model=`` or ``HRAG_EMBEDDING_MODEL``), or None.
 
-    def _ingest_embedder(self) -> Embedder:
-        """The embedder for ingestion: the model is loaded only once a text must be embedded.
-
-        Parsing and hashing need only the tokenizer, so an unchanged re-ingest
-        never loads the model weights.
+        With None each collection uses the model it recorded, and a new
+        collection gets one from the script of its first documents
+        (:func:`hrag_pg.embedding.model_for_texts`).
         """
-        if self._embedder is not None:
-            return self.embedder
-        return _DeferredEmbedder(self, default_embedder(self._model))
+        return self._model or configured_model()
 
-    def embed_query(self, question: str) -> np.ndarray:
-        return np.asarray(self.embedder.embed([check_question(question)])[0], dtype=np.float32)
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder given or named, else the bundled MiniLM (a collection may record another model)."""
+        return self._checked(self._embedder or embedder_for(self.model))
+
+    def _checked(self, embedder: Embedder) -> Embedder:
+        """``embedder``, once its dimension was found to be the installation's."""
+        if id(embedder) not in self._dimension_checked:
+            self.repository.check_ready(embedder.dim)
+            self._dimension_checked.add(id(embedder))
+        return embedder
+
+    def _asked_embedder(self) -> Embedder | None:
+        if self._embedder is not None:
+            return self._embedder
+        return embedder_for(self.model) if self.model else None
+
+    def collection_models(self, collection: str | None = None) -> dict[str, ModelIdentity]:
+        """The model each collection (or the one given) recorded, by collection name."""
+        with self.repository.engine.connect() as conn:
+            return collection_model.recorded(conn, [collection] if collection is not None else None)
+
+    def _query_models(self, collection: str | None) -> dict[str, ModelIdentity]:
+        """:meth:`collection_models` for questions, remembered for :data:`MODEL_RECORD_SECONDS`.
+
+        A question is then one round trip, as the SQL functions promise; a
+        reembed finished by another process is seen within that time (one by
+        this object at once).
+        """
+        now = time.monotonic()
+        cached = self._model_records.get(collection)
+        if cached is not None and now - cached[0] < MODEL_RECORD_SECONDS:
+            return cached[1]
+        records = self.collection_models(collection)
+        self._model_records[collection] = (now, records)
+        return records
+
+    def query_embedder(self, collection: str | None = None) -> Embedder:
+        """The embedder for questions to ``collection`` (every visible collection for None).
+
+        It is the collection's recorded model; a model given or named that is
+        not that model is refused, and so is a question to several collections
+        recorded with different models.
+        """
+        records = self._query_models(collection)
+        asked = self._asked_embedder()
+        if asked is not None:
+            identity = identity_of(asked)
+            for name, stored in records.items():
+                if not stored.matches(identity):
+                    raise collection_model.mismatch(name, stored, identity, "query")
+            return self._checked(asked)
+        models = {stored: name for name, stored in records.items()}
+        if not models:
+            return self.embedder
+        if len(models) > 1:
+            described = ", ".join(f"{name!r} ({stored.name})" for stored, name in sorted(
+                models.items(), key=lambda item: item[1]))
+            raise ModelMismatchError(
+                f"the collections {described} were embedded with different models, so one question cannot "
+                "search them together; ask one collection at a time (--collection)")
+        stored, name = next(iter(models.items()))
+        embedder = embedder_for(stored.name)
+        if not identity_of(embedder).matches(stored):
+            raise ModelMismatchError(
+                f"collection {name!r} was embedded with {stored.describe()}, but {stored.name} here is "
+                f"{identity_of(embedder).describe()}; install the model the collection was embedded with, "
+                f"or switch it with `hrag reembed -c {name} --model {stored.name}`")
+        return self._checked(embedder)
+
+    def ingest_embedder(self, collection: str, sample: Callable[[], Sequence[str]] = list) -> Embedder:
+        """The embedder that writes to ``collection``: the one asked for, the one it recorded, or for a new
+        collection the default for the script of ``sample()`` (its first documents' text)."""
+        asked = self._asked_embedder()
+        if asked is not None:
+            return self._checked(asked)
+        stored = self.collection_models(collection).get(collection)
+        return self._checked(embedder_for(stored.name if stored else model_for_texts(sample())))
+
+    def embed_query(self, question: str, collection: str | None = None) -> np.ndarray:
+        check_question(question)
+        embedder = self.query_embedder(collection)
+        return np.asarray(embed_queries(embedder, [question])[0], dtype=np.float32)
 
     # ------------------------------------------------------------- ingestion
 
@@ -208,25 +292,24 @@ class HRAG:
         # (with an explicit strategy a file named explicitly is read whatever its extension)
         files, skipped = name_files(paths, source, any_named_file=options.strategy is not None)
         report.skipped = [(str(p), reason) for p, reason in skipped]
-        if bulk:
-            _ = self.embedder  # load the model and check its dimension before touching the index
+        # (chosen, and its dimension checked, before a bulk load touches the index)
+        embedder = self.ingest_embedder(collection, lambda: _sample_files(files))
         stored = self.repository.file_paths(collection)
         if source is None:
             files = keep_stored_names(files, stored)
         stored_from = {} if replace else stored
         with self.repository.vector_index_suspended() if bulk else contextlib.nullcontext():
-            self._ingest_files(files, report, collection, options, progress, question_generator,
+            self._ingest_files(files, report, collection, embedder, options, progress, question_generator,
                                stop_on_error, force, user_metadata, on_file, stored_from)
         report.seconds = time.perf_counter() - started
         return report
 
     def _ingest_files(self, files: list[tuple[Path, str]], report: IngestReport, collection: str,
-                      options: IngestOptions, progress: Progress | None,
+                      embedder: Embedder, options: IngestOptions, progress: Progress | None,
                       question_generator: QuestionGenerator | None, stop_on_error: bool, force: bool,
                       metadata: dict[str, Any],
                       on_file: Callable[[Path, int, int], None] | None = None,
                       stored_from: dict[str, str] | None = None) -> None:
-        self._ingest_embedder()  # a model that does not fit the database fails the call, not each file
         for index, (path, name) in enumerate(files, start=1):
             if on_file:
                 on_file(path, index, len(files))
@@ -234,8 +317,8 @@ class HRAG:
                 file_path = str(path.resolve())
                 _refuse_replacing_another_file(path, file_path, name, collection, (stored_from or {}).get(name))
                 tree = _load_file(path, name, options)
-                report.results.append(self._write_tree(tree, collection, options, progress, question_generator,
-                                                       force, metadata))
+                report.results.append(self._write_tree(tree, collection, embedder, options, progress,
+                                                       question_generator, force, metadata))
             except HragError as exc:
                 if stop_on_error:
                     raise
@@ -243,13 +326,13 @@ class HRAG:
             if progress:
                 progress("files", index, len(files))
 
-    def _write_tree(self, tree: DocumentTree, collection: str, options: IngestOptions, progress: Progress | None,
-                    question_generator: QuestionGenerator | None, force: bool,
+    def _write_tree(self, tree: DocumentTree, collection: str, embedder: Embedder, options: IngestOptions,
+                    progress: Progress | None, question_generator: QuestionGenerator | None, force: bool,
                     metadata: dict[str, Any]) -> IngestResult:
         """Refine, flatten and write one parsed document (one transaction)."""
-        embedder = self._ingest_embedder()  # the model loads only once a text must be embedded
         tree.metadata.update(metadata)  # the user's keys win over hrag's strategy/file_type
-        doc = prepare_tree(tree, options, collection=collection, model_name=_model_name(embedder),
+        self._model_records.clear()  # (a first write records a model)
+        doc = prepare_tree(tree, options, collection=collection, model_name=model_key(embedder),
                            counter=embedder.token_counter, question_generator=question_generator)
         return self.repository.write_document(doc, embedder, progress=progress, force=force)
 
@@ -276,7 +359,9 @@ class HRAG:
         options = _with_strategy(options, strategy)
         tree = load_text(text, source=source, format=format, strategy=options.strategy,
                          window_tokens=options.window_tokens)
-        return self._write_tree(tree, collection, options, None, None, force, check_metadata(metadata, source))
+        embedder = self.ingest_embedder(collection, lambda: [text])
+        return self._write_tree(tree, collection, embedder, options, None, None, force,
+                                check_metadata(metadata, source))
 
     def ingest_texts(
         self,
@@ -309,8 +394,10 @@ class HRAG:
                              window_tokens=options.window_tokens)
             parsed.append((tree, check_metadata(metadata, source)))
         report = IngestReport()
+        embedder = self.ingest_embedder(collection, lambda: [tree.root.full_text() for tree, _ in parsed[:16]])
         for index, (tree, metadata) in enumerate(parsed, start=1):
-            report.results.append(self._write_tree(tree, collection, options, None, None, force, metadata))
+            report.results.append(self._write_tree(tree, collection, embedder, options, None, None, force,
+                                                   metadata))
             if progress:
                 progress("files", index, len(parsed))
         report.seconds = time.perf_counter() - started
@@ -325,9 +412,9 @@ class HRAG:
         progress: Progress | None = None,
     ) -> IngestResult:
         """Ingest a tree built by your own parser (or one of ours)."""
-        embedder = self.embedder
+        embedder = self.ingest_embedder(collection, lambda: [tree.root.full_text()])
         doc = prepare_tree(tree, options or IngestOptions(), collection=collection,
-                           model_name=_model_name(embedder), counter=embedder.token_counter)
+                           model_name=model_key(embedder), counter=embedder.token_counter)
         return self.repository.write_document(doc, embedder, progress=progress)
 
     def node_text(self, node_id: Any) -> str | None:
@@ -402,12 +489,50 @@ class HRAG:
             old_metadata = next(s.metadata for s in self.sources(collection) if s.source == plan.old)
             tree = _load_file(Path(plan.path), plan.new, options)
             tree.metadata = {**old_metadata, **tree.metadata}  # the user's keys travel; hrag's are fresh
-            embedder = self.embedder
-            doc = prepare_tree(tree, options, collection=collection, model_name=_model_name(embedder),
+            embedder = self.ingest_embedder(collection)
+            doc = prepare_tree(tree, options, collection=collection, model_name=model_key(embedder),
                                counter=embedder.token_counter)
             result = self.repository.write_document(doc, embedder, replaces=plan.old)
             plan.status, plan.embedded = "renamed", result.embedded
         return plans
+
+    def reembed(self, collection: str, model: str | Embedder, *, progress: Progress | None = None) -> ReembedReport:
+        """Switch ``collection`` to another embedding model in place (see :mod:`hrag_pg.reembed`).
+
+        The new vectors and token counts are prepared one document per
+        transaction and swapped in for the whole collection at once, so
+        readers see one model or the other, never both; an interrupted run
+        resumes where it stopped when called again with the same model.
+        """
+        from .reembed import Reembedder, ReembedReport
+
+        target = self._checked(embedder_for(canonical_name(model)) if isinstance(model, str) else model)
+        if collection not in self.repository.collections():
+            raise HragError(f"no collection {collection!r} in this database")
+        identity = identity_of(target)
+        with self.repository.engine.begin() as conn:
+            # (a collection ingested before models were recorded adopts the model this installation uses)
+            current = (collection_model.recorded(conn, [collection]).get(collection)
+                       or collection_model.claim(conn, collection, identity_of(self.embedder)))
+            pending = collection_model.pending(conn, collection)
+        if pending is not None and not pending.matches(identity):
+            raise HragError(
+                f"an unfinished reembed of collection {collection!r} to {pending.name} is under way; finish it "
+                f"(`hrag reembed -c {collection} --model {pending.name}`) or cancel it "
+                f"(`hrag reembed -c {collection} --cancel`)")
+        if pending is None and current.matches(identity):
+            return ReembedReport(collection, identity.name, current.name, status="unchanged")
+        report = Reembedder(self.repository.engine, collection, target, model_key(target), progress).run(current)
+        self._model_records.clear()
+        return report
+
+    def cancel_reembed(self, collection: str) -> bool:
+        """Forget an unfinished reembed of ``collection`` (its prepared vectors); False if none was under way."""
+        with self.repository.engine.begin() as conn:
+            if collection_model.pending(conn, collection) is None:
+                return False
+            collection_model.cancel_switch(conn, collection)
+        return True
 
     # ------------------------------------------------------------- retrieval
 
@@ -566,30 +691,6 @@ def _with_strategy(options: IngestOptions | None, strategy: Strategy | None) -> 
     return dataclasses.replace(options, strategy=strategy) if strategy is not None else options
 
 
-class _DeferredEmbedder:
-    """An :class:`Embedder` that loads its model on the first text to embed.
-
-    The model name and the token counter (the tokenizer alone) are available
-    before that, which is all parsing and content hashing need.
-    """
-
-    def __init__(self, hrag: HRAG, unloaded: Embedder) -> None:
-        self._hrag = hrag
-        self._unloaded = unloaded
-        self.model_name = _model_name(unloaded)
-
-    @property
-    def dim(self) -> int:
-        return self._hrag.embedder.dim
-
-    @property
-    def token_counter(self) -> TokenCounter:
-        return self._unloaded.token_counter
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self._hrag.embedder.embed(texts)
-
-
 def _load_file(path: Path, name: str, options: IngestOptions) -> DocumentTree:
     """The file's tree, recording the file it was read from (``file_path``, see :meth:`HRAG.ingest`)."""
     tree = load_document(path, strategy=options.strategy, source=name, errors=options.errors,
@@ -612,8 +713,34 @@ def _refuse_replacing_another_file(path: Path, file_path: str, name: str, collec
     )
 
 
-def _model_name(embedder: Embedder) -> str:
-    return str(getattr(embedder, "model_name", type(embedder).__name__))
+def model_key(embedder: Embedder) -> str:
+    """What the content hashes say of the model: its weights' fingerprint, or its name without one.
+
+    A leaf whose text and model are unchanged keeps its embedding on re-ingest.
+    """
+    identity = identity_of(embedder)
+    return identity.fingerprint or identity.name
+
+
+#: Files and characters per file read to choose a new collection's model.
+_SAMPLE_FILES, _SAMPLE_CHARS = 16, 20_000
+
+
+def _sample_files(files: list[tuple[Path, str]]) -> list[str]:
+    """The start of the first files' text, for :func:`hrag_pg.embedding.model_for_texts`."""
+    import gzip
+
+    texts = []
+    for path, _ in files[:_SAMPLE_FILES]:
+        if path.suffix.lower() == ".pdf":
+            continue  # (compressed streams: their bytes say nothing of the script)
+        try:
+            opener = gzip.open if path.suffix == ".gz" else open
+            with opener(path, "rb") as handle:
+                texts.append(handle.read(_SAMPLE_CHARS * 3).decode("utf-8", errors="ignore")[:_SAMPLE_CHARS])
+        except OSError:
+            continue  # the file's own error comes when it is read for real
+    return texts
 
 
 class AsyncHRAG:
@@ -644,8 +771,8 @@ class AsyncHRAG:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def embed_query(self, question: str) -> np.ndarray:
-        return await asyncio.to_thread(self.hrag.embed_query, question)
+    async def embed_query(self, question: str, collection: str | None = None) -> np.ndarray:
+        return await asyncio.to_thread(self.hrag.embed_query, question, collection)
 
     async def parent_child(
         self,

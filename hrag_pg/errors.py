@@ -58,3 +58,7 @@ def from_database(exc: Exception) -> Exception:
     if sqlstate.startswith("22") and message:
         return InvalidArgument(message.removeprefix("hrag: "))
     return exc
+
+
+class ModelMismatchError(EmbeddingError):
+    """A collection's vectors were made by another embedding model than the one asked to read or extend them."""

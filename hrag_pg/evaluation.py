@@ -50,6 +50,9 @@ class Question:
     kind: Kind
     question: str
     evidence: tuple[str, ...]
+    #: The collection to ask it in (optional; else the evaluation's own setting): a question set may
+    #: span collections embedded with different models, which one question cannot search together.
+    collection: str | None = None
 
 
 def parse_question(record: Any, where: str = "question") -> Question:
@@ -69,7 +72,10 @@ def parse_question(record: Any, where: str = "question") -> Question:
     if (not isinstance(evidence, list) or not evidence
             or not all(isinstance(s, str) and s.strip() for s in evidence)):
         raise ValueError(f"{where} ({qid}): 'evidence' must be a non-empty list of non-empty strings")
-    return Question(id=qid, kind=kind, question=text, evidence=tuple(evidence))
+    collection = record.get("collection")
+    if collection is not None and (not isinstance(collection, str) or not collection.strip()):
+        raise ValueError(f"{where} ({qid}): 'collection' must be a non-empty string when given")
+    return Question(id=qid, kind=kind, question=text, evidence=tuple(evidence), collection=collection)
 
 
 def load_questions(path: str | Path) -> list[Question]:
@@ -159,13 +165,47 @@ class TokenizerTruncator:
         return text[: offsets[max_tokens - 1][1]]
 
 
+class CounterTruncator:
+    """Counts from any token counter; a cut keeps the longest prefix within the budget (binary search)."""
+
+    def __init__(self, counter: Any) -> None:
+        self.counter = counter
+
+    def count(self, text: str) -> int:
+        return int(self.counter.count(text))
+
+    def cut(self, text: str, max_tokens: int) -> str:
+        if max_tokens <= 0:
+            return ""
+        if self.count(text) <= max_tokens:
+            return text
+        low, high = 0, len(text)  # text[:low] fits, text[:high] does not
+        while high - low > 1:
+            middle = (low + high) // 2
+            if self.count(text[:middle]) <= max_tokens:
+                low = middle
+            else:
+                high = middle
+        return text[:low]
+
+
 def truncator_for(embedder: Any) -> Truncator:
-    """The embedder's tokenizer as a truncator, or :class:`WordTruncator` if it has none."""
+    """The embedder's tokenizer as a truncator: a fast HuggingFace tokenizer where the model folder has one
+    (exact offsets), else its token counter, else :class:`WordTruncator`."""
+    folder = getattr(embedder, "folder", None)
+    if folder is not None:
+        try:
+            from transformers import AutoTokenizer
+
+            return TokenizerTruncator(AutoTokenizer.from_pretrained(str(folder)))
+        except ImportError:
+            pass
     model = getattr(embedder, "model", None)
     tokenizer = getattr(model, "tokenizer", None)
     if tokenizer is not None and getattr(tokenizer, "is_fast", False):
         return TokenizerTruncator(tokenizer)
-    return WordTruncator()
+    counter = getattr(embedder, "token_counter", None)
+    return CounterTruncator(counter) if counter is not None else WordTruncator()
 
 
 def truncate_passages(passages: Sequence[str], max_tokens: int, truncator: Truncator,
@@ -396,12 +436,19 @@ def evaluate(
     if max_tokens is not None and max_tokens <= 0:
         raise ValueError(f"max_tokens must be positive, got {max_tokens}")
     cls = {"parent-child": ParentChildRetriever, "auto-merge": AutoMergingRetriever, "auto": AutoRetriever}[mode]
-    retriever = cls(hrag, max_context_tokens=max_tokens, **retriever_settings)
-    truncator = truncator_for(hrag.embedder)
-    if questions:
-        hrag.embed_query(questions[0].question)  # load the model outside the timings
+    default_collection = retriever_settings.pop("collection", None)
+    retrievers: dict[str | None, Any] = {}
+    truncators: dict[str | None, Truncator] = {}
+    for collection in dict.fromkeys(q.collection or default_collection for q in questions):
+        retrievers[collection] = cls(hrag, max_context_tokens=max_tokens, collection=collection,
+                                     **retriever_settings)
+        # tokens are counted as the collection's own model counts them
+        truncators[collection] = truncator_for(hrag.query_embedder(collection))
+        hrag.embed_query(questions[0].question, collection)  # load the model outside the timings
     results: list[QuestionResult] = []
     for index, question in enumerate(questions, start=1):
+        collection = question.collection or default_collection
+        retriever, truncator = retrievers[collection], truncators[collection]
         started = time.perf_counter()
         context = retriever.context(question.question)
         elapsed_ms = (time.perf_counter() - started) * 1000
@@ -412,7 +459,7 @@ def evaluate(
     settings: dict[str, Any] = {"mode": mode}
     if max_tokens is not None:
         settings["max_tokens"] = max_tokens
-    settings.update({k: _plain(v) for k, v in retriever_settings.items()})
+    settings.update({k: _plain(v) for k, v in {"collection": default_collection, **retriever_settings}.items()})
     return summarize(system or f"hrag-pg {mode}", results, settings, budgets)
 
 

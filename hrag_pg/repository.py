@@ -40,9 +40,9 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from sqlalchemy.engine import Engine
 
-from . import migrate, queries
+from . import collection_model, migrate, queries
 from .db import connection_error, operational_error, reconnect_failed, unpinged_checkout
-from .embedding import Embedder, check_vectors
+from .embedding import Embedder, check_vectors, identity_of
 from .errors import (
     ConfigurationError,
     ConnectionLost,
@@ -163,6 +163,15 @@ class Repository:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._dim: int | None = None
+        self._has_model_records: bool | None = None
+
+    def _records_models(self, conn: sa.Connection) -> bool:
+        """Whether the schema records collection models (revision 0025 on; the migration tests write
+        documents at earlier revisions through this class)."""
+        if self._has_model_records is None:
+            self._has_model_records = bool(conn.execute(
+                sa.text("SELECT to_regclass('hrag.collection_models') IS NOT NULL")).scalar())
+        return self._has_model_records
 
     # ------------------------------------------------------------ installation
 
@@ -226,6 +235,14 @@ class Repository:
             for source in sorted({doc.source} | ({replaces} if replaces else set())):  # fixed order: no deadlock
                 self._lock_source(conn, doc.collection, source)
             dim = self.embedding_dim()
+            if embedder.dim != dim:
+                raise EmbeddingError(
+                    f"The embedding model makes {embedder.dim}-dimensional vectors but this database stores "
+                    f"{dim} dimensions; nothing was written."
+                )
+            # the collection's model, recorded by its first write: another model is refused here
+            if self._records_models(conn):
+                collection_model.claim(conn, doc.collection, identity_of(embedder))
             if replaces is not None and replaces != doc.source:
                 result = self._write_locked(conn, doc, embedder, dim, progress, after_chunk, True, started,
                                             lend_from=replaces)
@@ -687,8 +704,10 @@ class Repository:
                     "SELECT pg_total_relation_size('hrag.nodes') + pg_total_relation_size('hrag.documents')"
                 )
             ).scalar()
+            models = collection_model.recorded(conn)
         return {
             "embedding_dim": self.embedding_dim(),
-            "collections": [dict(r) for r in per_collection],
+            "collections": [{**dict(r), "model": collection_model.as_json(models[r["collection"]])
+                             if r["collection"] in models else None} for r in per_collection],
             "total_bytes": int(size or 0),
         }

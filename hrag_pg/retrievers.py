@@ -144,7 +144,7 @@ class BaseRetriever:
         """
         results = yield from self.results_flow(question, query)
         budget = self.max_context_tokens
-        counter = self.hrag.embedder.token_counter
+        counter = self.hrag.query_embedder(self.collection).token_counter
         if budget is None:
             return context_module.assemble(results, None, counter)
         if budget <= 0:
@@ -185,18 +185,20 @@ class BaseRetriever:
 
     # The drivers.
     def retrieve(self, question: str) -> list[RetrievalResult]:
-        return run(self.results_flow(question, self.hrag.embed_query(question)), self.hrag.repository._fetch)
+        query = self.hrag.embed_query(question, self.collection)
+        return run(self.results_flow(question, query), self.hrag.repository._fetch)
 
     def context(self, question: str) -> Context:
         """The results assembled greedily by score within ``max_context_tokens``."""
-        return run(self.context_flow(question, self.hrag.embed_query(question)), self.hrag.repository._fetch)
+        query = self.hrag.embed_query(question, self.collection)
+        return run(self.context_flow(question, query), self.hrag.repository._fetch)
 
     async def aretrieve(self, question: str) -> list[RetrievalResult]:
-        query = await asyncio.to_thread(self.hrag.embed_query, question)
+        query = await asyncio.to_thread(self.hrag.embed_query, question, self.collection)
         return await arun(self.results_flow(question, query), self.hrag.async_repository._fetch)
 
     async def acontext(self, question: str) -> Context:
-        query = await asyncio.to_thread(self.hrag.embed_query, question)
+        query = await asyncio.to_thread(self.hrag.embed_query, question, self.collection)
         return await arun(self.context_flow(question, query), self.hrag.async_repository._fetch)
 
 
@@ -280,7 +282,6 @@ class AutoRetriever(BaseRetriever):
 
     max_tokens: int = defaults.MAX_TOKENS
     top_k: int = defaults.AUTO_TOP_K
-
     mode = "auto"
 
     def _budget(self) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -94,3 +95,22 @@ class WrongDimEmbedder(HashingEmbedder):
 
     def __init__(self) -> None:
         super().__init__(dim=8)
+
+
+class SaltedHashingEmbedder(HashingEmbedder):
+    """Another model of the same dimension: other vectors, other name, other token counts.
+
+    What a collection switched with ``hrag reembed`` is switched to in tests:
+    its vectors are those of the text behind a salt, and it counts 1.6 tokens
+    per word (the plain one counts 1.3), so token counts visibly follow the model.
+    """
+
+    model_name = "hashing-salted"
+
+    def __init__(self, dim: int = 384, **kwargs: Any) -> None:
+        super().__init__(dim, **kwargs)
+        self._counter = ApproximateTokenCounter()
+        self._counter.words_factor = 1.6
+
+    def vector(self, text: str) -> np.ndarray:
+        return super().vector("\x01salt\x01" + text)

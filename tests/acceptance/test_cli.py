@@ -89,7 +89,8 @@ def test_ingest_and_delete_round_trip(env: dict[str, str], tmp_path: Path) -> No
     assert result.exit_code == 0, result.output
     created = json.loads(result.stdout)["results"][0]
     assert (created["status"], created["source"]) == ("created", "note.md"), "a file is named by its file name"
-    found = json.loads(run(env, "query", "pelicans", "--filter", '{"animal": "pelican"}', "--json").stdout)
+    found = json.loads(run(env, "query", "pelicans", "-c", "scratch", "--filter", '{"animal": "pelican"}',
+                           "--json").stdout)
     assert [r["source"] for r in found["results"]] == ["note.md"]
     assert run(env, "delete", "note.md", "--collection", "scratch").exit_code == 0
     again = run(env, "delete", "note.md", "--collection", "scratch")
@@ -133,20 +134,21 @@ def test_db_status_of_an_uninitialised_data_dir_exits_3(tmp_path: Path) -> None:
 
 #: What each command's --help must document: its subcommands or arguments and its key options.
 HELP: dict[str, list[str]] = {
-    "": ["migrate", "ingest", "query", "show", "delete", "sources", "distribute", "stats", "check", "eval", "demo",
-         "db", "--version"],
+    "": ["migrate", "ingest", "query", "show", "delete", "sources", "distribute", "stats", "reembed", "check", "eval",
+         "demo", "db", "--version"],
     "db": ["start", "stop", "status", "url"],
     "migrate": ["revision", "--embedding-dim"],
     "ingest": ["paths", "--collection", "--strategy", "--child", "--max-child-tokens", "--overlap-tokens",
                "--max-parent-tokens", "--window-tokens", "--errors", "--force", "--bulk", "--metadata", "--source",
-               "--json"],
+               "--model", "--json"],
     "query": ["text", "--mode", "--collection", "--top-k", "--max-parents", "--merge-threshold", "--max-tokens",
-              "--filter", "--lexical-weight", "--min-relative-score", "--json"],
+              "--filter", "--lexical-weight", "--min-relative-score", "--model", "--json"],
     "show": ["node_id", "--json"],
     "delete": ["source", "--collection"],
     "sources": ["--collection", "--rename-from-paths", "--dry-run", "--json"],
     "distribute": [],
     "stats": ["--json"],
+    "reembed": ["--collection", "--model", "--cancel", "--json"],
     "check": ["--repair", "--json"],
     "eval": ["questions", "--mode", "--collection", "--max-tokens", "--lexical-weight", "--json"],
     "demo": ["--max-lines"],

@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 from hrag_pg import db, embedding
 from hrag_pg.api import HRAG
 from hrag_pg.cli import app
+from hrag_pg.embedders import sentence_transformers as st_backend
 from hrag_pg.ingest.tokens import TokenCounter, TokenizerCounter
 from tests.embedders import HashingEmbedder
 
@@ -53,7 +54,9 @@ class TokenizerEmbedder(HashingEmbedder):
     def __init__(self, model_dir: Path) -> None:
         super().__init__()
         self.model_name = str(model_dir)
-        self._tokens = TokenizerCounter(embedding._load_tokenizer(str(model_dir)))
+        self._tokens = TokenizerCounter(st_backend.load_tokenizer(str(model_dir)))
+        # the identity the CLI's model has (weights fingerprint included), read without loading it
+        self.identity = st_backend.SentenceTransformerEmbedder(str(model_dir)).identity
 
     @property
     def token_counter(self) -> TokenCounter:
@@ -78,7 +81,7 @@ def invoke(env: dict[str, str], *args: str):
 
 
 def model_loads() -> int:
-    info = embedding._load_model.cache_info()
+    info = st_backend.load_model.cache_info()
     return info.hits + info.misses
 
 
@@ -281,7 +284,9 @@ def test_read_only_roles_open_a_database_at_head_and_use_show_stats_and_check(
 
 
 @pytest.mark.model
-def test_a_tenant_role_can_query_its_collection(roles: dict[str, str]) -> None:
+def test_a_tenant_role_can_query_its_collection(db_url: str, roles: dict[str, str]) -> None:
+    # The weightless model cannot embed a question: the owner switches the collection to the bundled model.
+    HRAG(db_url).reembed("[/x]", "minilm")
     result = invoke({"HRAG_DATABASE_URL": roles["tenant"]}, "query", "Which package pins versions?", "-c", "[/x]")
     assert result.exit_code == 0, result.output
     assert "[pip-tools] is a package" in result.stdout

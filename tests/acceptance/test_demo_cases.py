@@ -55,7 +55,7 @@ class Expected:
     collection: str
     settings: dict[str, Any]
     top_heading: str  # the last heading of the top result
-    top_starts_with: str
+    top_starts_with: str | tuple[str, ...]
     top_contains: tuple[str, ...]
     top_merged_from: tuple[str, ...] | None  # first 3 characters of each merged child; () = not merged
     nowhere: tuple[str, ...]  # text no result may start with
@@ -78,8 +78,10 @@ EXPECTED = [
              "Retention Policies", "Retention Policies", ("The default retention period is 72 hours",), None, ()),
     Expected("試用期間中の2ヶ月間、通勤手当と昼食手当は支給されますか？", "auto", "hr", {},
              "第4条：諸手当および福利厚生", "第4条：諸手当および福利厚生", ("毎月25日",), None, ("第2章", "就業規則")),
+    # (8.1 alone, or the 75-token article that opens with it: the demo's own check, "8.1 first")
     Expected("私物のスマートフォンにウイルス対策ソフトを入れる必要はありますか？", "auto", "security", {},
-             "第8条（BYOD）", "8.1 BYOD端末には、会社が指定するウイルス対策ソフトを", (), (),
+             "第8条（BYOD）", ("8.1 BYOD端末には、会社が指定するウイルス対策ソフトを",
+                            "第8条（BYOD）\n8.1 BYOD端末には、会社が指定するウイルス対策ソフトを"), (), None,
              ("第2章", "情報セキュリティ管理規程")),
     Expected("私物端末（BYOD）を業務で使う場合の義務をすべて教えてください", "auto", "security", {},
              "第8条（BYOD）", "第8条（BYOD）",

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from hrag_pg import embedding
+from hrag_pg.embedders import sentence_transformers as st_backend
 from hrag_pg.ingest.tokens import TokenizerCounter
 
 pytestmark = pytest.mark.model
@@ -21,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_tokenizer_alone_counts_like_the_loaded_model() -> None:
     path = embedding.default_model_path()
-    alone = TokenizerCounter(embedding._load_tokenizer(path))
-    loaded = TokenizerCounter(embedding._load_model(path, None).tokenizer)
+    alone = TokenizerCounter(st_backend.load_tokenizer(path))
+    loaded = TokenizerCounter(st_backend.load_model(path, None).tokenizer)
     texts = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "hrag_pg" / "examples").rglob("*"))
              if p.suffix in {".md", ".txt", ".py", ".html"}]
     texts += [t[i:i + 300] for t in texts for i in range(0, len(t), 300)]

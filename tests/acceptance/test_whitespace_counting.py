@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hrag_pg import embedding
+from hrag_pg.embedders import sentence_transformers as st_backend
 from hrag_pg.ingest.children import split_text
 from hrag_pg.ingest.tokens import (
     ApproximateTokenCounter,
@@ -34,7 +35,7 @@ from hrag_pg.ingest.tokens import (
 
 pytestmark = pytest.mark.model
 
-TOKENIZER = embedding._load_tokenizer(embedding.default_model_path())
+TOKENIZER = st_backend.load_tokenizer(embedding.default_model_path())
 EXACT = TokenizerCounter(TOKENIZER)
 
 # Words and separators chosen to meet every case of the rule: words BERT splits itself

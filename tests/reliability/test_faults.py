@@ -736,7 +736,7 @@ def test_connection_lost_mid_copy_fails_that_file_clearly_and_the_batch_goes_on(
 
     monkeypatch.setattr(Repository, "write_document", write_with_fault)
     embedder = HashingEmbedder()
-    monkeypatch.setattr(api_module, "default_embedder", lambda model=None: embedder)
+    monkeypatch.setattr(api_module, "embedder_for", lambda model=None: embedder)
     result = CliRunner().invoke(app, ["ingest", str(docs), "--json"], env={"HRAG_DATABASE_URL": db_url})
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     assert len(killed) == 1, "exactly b.md's writing backend was terminated"

@@ -140,7 +140,7 @@ def test_each_corruption_is_found_by_name_and_repaired_or_reported(
 
     # What SQL cannot recompute, re-ingesting with --force rewrites (reusing stored embeddings).
     embedder = HashingEmbedder()
-    monkeypatch.setattr(api_module, "default_embedder", lambda model=None: embedder)
+    monkeypatch.setattr(api_module, "embedder_for", lambda model=None: embedder)
     code, output, ingested = hrag_cli(db_url, "ingest", tree["source"], "--force", "--json")
     assert code == 0, output
     [result] = ingested["results"]
@@ -171,7 +171,7 @@ def test_check_repair_fixes_counts_ordering_and_depth_at_once_and_force_reingest
 
     # `hrag ingest --force` embeds exactly the one missing text and reuses every other embedding.
     embedder = HashingEmbedder()
-    monkeypatch.setattr(api_module, "default_embedder", lambda model=None: embedder)
+    monkeypatch.setattr(api_module, "embedder_for", lambda model=None: embedder)
     code, output, ingested = hrag_cli(db_url, "ingest", tree["source"], "--force", "--json")
     assert code == 0, output
     assert (ingested["results"][0]["embedded"], len(embedder.texts), embedder.calls) == (1, 1, 1)

@@ -446,6 +446,8 @@ REFUSED: dict[str, str] = {
         "SELECT hrag._add_collection_sizes(ARRAY['b'], ARRAY[-1]::bigint[], ARRAY[-1]::bigint[])",
     "hrag._keep_collection_statistics()": "SELECT hrag._keep_collection_statistics()",
     "hrag._drop_statistics_triggers()": "SELECT hrag._drop_statistics_triggers()",
+    # (revision 0025) the reembed switch locks the model record FOR UPDATE: a reader may not
+    "hrag.finish_reembed(text)": "SELECT hrag.finish_reembed('b')",
 }
 
 #: Trigger functions: PostgreSQL refuses a direct call; they run only as their triggers, inside
@@ -588,3 +590,19 @@ def test_dropping_one_tenant_role_leaves_the_other_roles_working(
         assert ids_of(conn, "SELECT node_id FROM hrag.search_leaves(%s, 50)", (corpus.b_vector,)) <= corpus.a_ids
     with as_role(db_url, reader) as conn:
         assert ids_of(conn, "SELECT id FROM hrag.nodes") == corpus.a_ids | corpus.b_ids
+
+
+def test_a_tenant_sees_the_model_records_and_reembed_rows_of_its_collections_only(
+    corpus: Corpus, make_role: Callable[..., str], db_url: str, sql: psycopg.Connection
+) -> None:
+    sql.execute("INSERT INTO hrag.reembed_documents (document_id, collection, fingerprint, document_hash, "
+                "total_tokens) SELECT id, collection, 'f', content_hash, 0 FROM hrag.documents")
+    tables = ("hrag.collection_models", "hrag.reembed_documents")
+    for table in tables:
+        assert {r[0] for r in sql.execute(f"SELECT collection FROM {table}")} == {"a", "b"}
+    tenant = make_role("tenant_a", ["a"], can_write=True)
+    with as_role(db_url, tenant) as conn:
+        for table in tables:
+            assert [r[0] for r in conn.execute(f"SELECT collection FROM {table}")] == ["a"], table
+        assert conn.execute("UPDATE hrag.collection_models SET next_model = '{}' WHERE collection = 'b'"
+                            ).rowcount == 0

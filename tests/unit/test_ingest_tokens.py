@@ -122,7 +122,8 @@ def test_a_document_prepared_with_batch_counts_matches_one_by_one_counts() -> No
     """The bundled model's tokenizer counts the same in one batch as text by text (ingestion primes with it)."""
     from pathlib import Path
 
-    from hrag_pg.embedding import _load_tokenizer, default_model_path
+    from hrag_pg.embedders.sentence_transformers import load_tokenizer as _load_tokenizer
+    from hrag_pg.embedding import default_model_path
     from hrag_pg.ingest.pipeline import IngestOptions, prepare_file
 
     tokenizer = _load_tokenizer(default_model_path())
