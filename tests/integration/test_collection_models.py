@@ -9,6 +9,7 @@ half-way resumes.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -258,8 +259,11 @@ def test_reembed_of_an_unknown_collection_is_refused(stored: HRAG) -> None:
         stored.reembed("missing", SaltedHashingEmbedder())
 
 
-def test_the_cli_commands_that_embed_nothing_never_import_torch(db_url: str) -> None:
+def test_the_cli_commands_that_embed_nothing_never_import_torch_nor_does_a_question_to_minilm_or_e5(
+        db_url: str) -> None:
     HRAG(db_url, embedder=HashingEmbedder()).ingest([DOCS[0]], collection="c")
+    HRAG(db_url).ingest([DOCS[0]], collection="en")  # MiniLM, by the script
+    HRAG(db_url).ingest([DOCS[1]], collection="ja")  # the multilingual model
     probe = textwrap.dedent("""
         import sys
         from hrag_pg.cli import main
@@ -271,7 +275,42 @@ def test_the_cli_commands_that_embed_nothing_never_import_torch(db_url: str) -> 
         print("torch imported:", any(m == "torch" or m.startswith("torch.") for m in sys.modules), file=sys.stderr)
     """)
     env = {**os.environ, "HRAG_DATABASE_URL": db_url, "PYTHONPATH": str(REPO)}
-    for command in (["sources"], ["check"], ["stats"], ["sources", "--json"]):
+    for command in (["sources"], ["check"], ["stats"], ["sources", "--json"],
+                    ["query", "How do I install it?", "-c", "en", "--max-tokens", "500"],
+                    ["query", "試用期間中の昼食手当は？", "-c", "ja"]):
         run = subprocess.run([sys.executable, "-c", probe, *command], env=env, capture_output=True, text=True,
                              timeout=120, check=False)
         assert "torch imported: False" in run.stderr, (command, run.stderr)
+
+
+def test_the_cli_shows_each_collections_model_switches_it_and_refuses_bad_input(db_url: str) -> None:
+    from typer.testing import CliRunner
+
+    from hrag_pg.cli import app
+
+    HRAG(db_url).ingest([DOCS[0]], collection="en")
+    env = {"HRAG_DATABASE_URL": db_url}
+    runner = CliRunner()
+
+    def run(*args: str) -> Any:
+        return runner.invoke(app, list(args), env=env)
+
+    sources = json.loads(run("sources", "--json").stdout)
+    assert {(r["collection"], r["model"]["model"]) for r in sources} == {("en", MINILM)}
+    assert [r["model"]["model"] for r in json.loads(run("stats", "--json").stdout)["collections"]] == [MINILM]
+    assert "collection en: model all-MiniLM-L6-v2 (384 dimensions" in run("sources").stdout
+    refused = run("query", "How do I install it?", "-c", "en", "--model", "e5")
+    assert refused.exit_code == 1 and "hrag reembed -c en --model multilingual-e5-small-q4" in refused.output
+    for args, message in ((("reembed", "-c", "en"), "give --model NAME to switch, or --cancel"),
+                          (("reembed", "-c", "en", "--model", "e5", "--cancel"), "give --model NAME"),
+                          (("reembed", "-c", "nowhere", "--model", "e5"), "no collection 'nowhere'"),
+                          (("ingest", str(DOCS[0]), "--model", " "), "--model must not be empty")):
+        result = run(*args)
+        assert result.exit_code in (1, 2) and message in result.output, (args, result.output)
+    switched = run("reembed", "-c", "en", "--model", "e5", "--json")
+    assert switched.exit_code == 0, switched.output
+    report = json.loads(switched.stdout)
+    assert (report["status"], report["previous_model"], report["model"]) == ("switched", MINILM, E5_Q4)
+    assert run("query", "How do I install it?", "-c", "en", "--json").exit_code == 0
+    again = run("reembed", "-c", "en", "--model", "multilingual")
+    assert "already embedded with multilingual-e5-small-q4" in again.stdout
