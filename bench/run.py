@@ -42,7 +42,7 @@ import numpy as np
 import sqlalchemy as sa
 
 from hrag_pg import HRAG
-from hrag_pg.embedding import Embedder, embed_queries, embedder_for
+from hrag_pg.embedding import Embedder, embed_queries, embedder_for, model_for_texts
 from hrag_pg.evaluation import (
     DEFAULT_BUDGETS,
     EvalReport,
@@ -608,6 +608,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale-sizes", type=int, nargs="+", help="override the synthetic sizes")
     parser.add_argument("--peers-python", type=Path, default=common.PEERS_PYTHON)
     parser.add_argument("--name", help="results file stem (default: small or full)")
+    parser.add_argument("--model", help="hrag-pg's embedding model (default: hrag's choice for a new collection, "
+                                        "by the corpus' script; the peers keep MiniLM, their default here)")
     parser.add_argument("--out", type=Path, default=common.RESULTS_DIR)
     parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR)
     parser.add_argument("--reuse-peers", action="store_true",
@@ -655,7 +657,9 @@ def main(argv: list[str] | None = None) -> int:
 
     # ---- hrag-pg
     url = benchdb.fresh_database(args.data_dir / "pg", f"hrag_bench_{name}")
-    embedder = TimedEmbedder(embedder_for())
+    model = args.model or model_for_texts([p.read_text(encoding="utf-8")[:20_000] for p in files[:16]])
+    log(f"hrag-pg's model: {model}")
+    embedder = TimedEmbedder(embedder_for(model))
     t0 = time.perf_counter()
     hrag = HRAG(url, embedder=embedder)
     hrag.embed_query("warm up")

@@ -7,23 +7,30 @@ alembic.ini, which uses the same environment.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.script import ScriptDirectory
 
 from . import db
 from .errors import ConfigurationError
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+#: ``revision = "0025"`` / ``down_revision = "0024"`` lines of a revision file.
+_REVISION_LINE = re.compile(r"^(revision|down_revision)\s*=\s*['\"]?([^'\"\n]*?)['\"]?\s*$", re.MULTILINE)
 
 
 def alembic_config(url: str | None = None, *, embedding_dim: int | None = None) -> Config:
     """An Alembic Config pointing at the packaged migrations and the given database."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     resolved = db.resolve_url(url)
@@ -37,6 +44,8 @@ def alembic_config(url: str | None = None, *, embedding_dim: int | None = None) 
 
 def upgrade(url: str | None = None, revision: str = "head", *, embedding_dim: int | None = None) -> None:
     """Bring the hrag schema up to ``revision`` (idempotent at head)."""
+    from alembic import command
+
     with _alembic_errors(revision):
         command.upgrade(alembic_config(url, embedding_dim=embedding_dim), revision)
     _forget_pooled_connections(url)
@@ -44,6 +53,8 @@ def upgrade(url: str | None = None, revision: str = "head", *, embedding_dim: in
 
 def downgrade(url: str | None = None, revision: str = "base") -> None:
     """Revert to ``revision``; ``base`` removes everything hrag created."""
+    from alembic import command
+
     with _alembic_errors(revision):
         command.downgrade(alembic_config(url), revision)
     _forget_pooled_connections(url)
@@ -70,14 +81,30 @@ def _alembic_errors(revision: str) -> Iterator[None]:
         raise ConfigurationError(f"cannot migrate to revision {revision!r}: {exc}") from exc
 
 
+@lru_cache(maxsize=1)
 def head_revision() -> str:
-    script = ScriptDirectory.from_config(_script_config())
-    head = script.get_current_head()
-    assert head is not None
-    return head
+    """The newest revision, read from the revision files' own lines.
+
+    Every command asks it (is the schema at head?), and importing Alembic to
+    answer took most of a second of ``hrag sources``; a test checks the
+    answer against Alembic's.
+    """
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    for path in (MIGRATIONS_DIR / "versions").glob("*.py"):
+        found = dict(_REVISION_LINE.findall(path.read_text(encoding="utf-8")))
+        if "revision" in found:
+            revisions.add(found["revision"])
+            parents.add(found.get("down_revision", ""))
+    heads = revisions - parents
+    if len(heads) != 1:
+        raise ConfigurationError(f"the packaged migrations have {len(heads)} heads ({sorted(heads)}); reinstall")
+    return heads.pop()
 
 
 def _script_config() -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     return config
@@ -85,6 +112,8 @@ def _script_config() -> Config:
 
 def revisions() -> list[str]:
     """Every revision id, oldest first (``base`` and ``head`` are aliases on top)."""
+    from alembic.script import ScriptDirectory
+
     script = ScriptDirectory.from_config(_script_config())
     return [rev.revision for rev in reversed(list(script.walk_revisions()))]
 

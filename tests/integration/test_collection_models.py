@@ -273,6 +273,7 @@ def test_the_cli_commands_that_embed_nothing_never_import_torch_nor_does_a_quest
         except SystemExit:
             pass
         print("torch imported:", any(m == "torch" or m.startswith("torch.") for m in sys.modules), file=sys.stderr)
+        print("alembic imported:", "alembic" in sys.modules, file=sys.stderr)
     """)
     env = {**os.environ, "HRAG_DATABASE_URL": db_url, "PYTHONPATH": str(REPO)}
     for command in (["sources"], ["check"], ["stats"], ["sources", "--json"],
@@ -281,6 +282,8 @@ def test_the_cli_commands_that_embed_nothing_never_import_torch_nor_does_a_quest
         run = subprocess.run([sys.executable, "-c", probe, *command], env=env, capture_output=True, text=True,
                              timeout=120, check=False)
         assert "torch imported: False" in run.stderr, (command, run.stderr)
+        # (nor Alembic, at head: most of a second of every command's start)
+        assert "alembic imported: False" in run.stderr, (command, run.stderr)
 
 
 def test_the_cli_shows_each_collections_model_switches_it_and_refuses_bad_input(db_url: str) -> None:

@@ -123,3 +123,10 @@ def test_every_function_says_what_it_is_for_and_internal_helpers_say_so(db_url: 
     assert missing == [], "functions without COMMENT ON FUNCTION"
     wrongly_marked = [name for name, comment in rows if name.startswith("_") != comment.startswith("internal:")]
     assert wrongly_marked == [], "internal helpers (named _*) must be commented 'internal: ...', and only they"
+
+
+def test_the_head_revision_read_without_alembic_is_alembics_head() -> None:
+    from alembic.script import ScriptDirectory
+
+    assert migrate.head_revision() == ScriptDirectory.from_config(migrate._script_config()).get_current_head()
+    assert migrate.head_revision() == migrate.revisions()[-1]
