@@ -50,7 +50,7 @@ from .ingest.sources import keep_stored_names, name_files, old_names
 from .ingest.text import TextFormat, check_metadata, check_source, load_text
 from .ingest.tree import DocumentTree
 from .models import ChildChunk, Context, IngestResult, ParentChunk, RetrievalResult
-from .reembed import ReembedReport
+from .reembed import Reembedder, ReembedReport
 from .repository import Progress, Repository
 from .rerank import Reranker
 from .retrievers import AutoMergingRetriever, AutoRetriever, BaseRetriever, ParentChildRetriever, retriever_for
@@ -504,8 +504,6 @@ class HRAG:
         readers see one model or the other, never both; an interrupted run
         resumes where it stopped when called again with the same model.
         """
-        from .reembed import Reembedder, ReembedReport
-
         target = self._checked(embedder_for(canonical_name(model)) if isinstance(model, str) else model)
         if collection not in self.repository.collections():
             raise HragError(f"no collection {collection!r} in this database")
