@@ -37,7 +37,7 @@ from pgvector import Vector
 from . import collection_model
 from .embedding import Embedder, ModelIdentity, identity_of
 from .errors import HragError
-from .ingest.flatten import _sha, embedding_text
+from .ingest.flatten import _sha, document_hash, embedding_text
 from .ingest.tokens import CachedCounter, TokenCounter, tail_tokens
 
 #: The overlap ingestion embeds with each later piece of a split paragraph (``IngestOptions.overlap_tokens``).
@@ -76,6 +76,7 @@ class _Row:
     seq: int
     subtree_end: int
     is_target: bool
+    content_hash: str
 
 
 def _search_text(row: _Row) -> str:
@@ -109,7 +110,8 @@ def new_values(rows: list[_Row], counter: TokenCounter, model_key: str) -> tuple
     for r in rows:
         texts = [x for x in rows[r.seq:r.subtree_end + 1] if x.content]
         subtree = (sum(counts[x.id] for x in texts) + sum(separator_tokens.get(x.seq, 0) for x in texts[1:]))
-        content_hash = _sha("embed", model_key, embed_texts[r.id]) if r.id in embed_texts else ""
+        # (a structural node's hash covers its text, not the model: it stays)
+        content_hash = _sha("embed", model_key, embed_texts[r.id]) if r.id in embed_texts else r.content_hash
         values[r.id] = (counts[r.id], subtree, content_hash)
     return values, embed_texts
 
@@ -170,15 +172,15 @@ class Reembedder:
             # the writers' lock on this source: a concurrent ingest of it waits, or we wait for it
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
                          {"key": f"hrag\x1f{self.collection}\x1f{source}"})
-            document_hash = conn.execute(sa.text("SELECT content_hash FROM hrag.documents WHERE id = :id"),
-                                         {"id": document_id}).scalar()
-            if document_hash is None:
+            document = conn.execute(sa.text("SELECT content_hash, title, metadata FROM hrag.documents WHERE id = :id"),
+                                    {"id": document_id}).first()
+            if document is None:
                 return 0  # deleted meanwhile
             rows = [_Row(r.id, r.parent_id, r.kind, list(r.heading_path), r.content, r.separator, r.metadata,
-                         r.seq, r.subtree_end, r.is_target)
+                         r.seq, r.subtree_end, r.is_target, r.content_hash)
                     for r in conn.execute(sa.text(
                         "SELECT id, parent_id, kind, heading_path, content, separator, metadata, seq, subtree_end, "
-                        "       embedding IS NOT NULL AS is_target "
+                        "       embedding IS NOT NULL AS is_target, content_hash "
                         "  FROM hrag.nodes WHERE document_id = :id ORDER BY seq"), {"id": document_id})]
             counter = CachedCounter(self.embedder.token_counter)
             values, embed_texts = new_values(rows, counter, self.model_key)
@@ -186,20 +188,21 @@ class Reembedder:
             vectors = dict(zip(unique, self.embedder.embed(unique), strict=True)) if unique else {}
             root = rows[0] if rows else None
             conn.execute(sa.text("DELETE FROM hrag.reembed_documents WHERE document_id = :id"), {"id": document_id})
+            # the hash a fresh ingest with the new model would give, so re-ingesting it finds it unchanged
+            new_hash = document_hash(document.title, document.metadata,
+                                     [(r.id, r.parent_id, values[r.id][2], r.separator, r.metadata) for r in rows])
             conn.execute(sa.text(
                 "INSERT INTO hrag.reembed_documents (document_id, collection, fingerprint, document_hash, "
-                "total_tokens) VALUES (:id, :c, :fp, :h, :t)"),
-                {"id": document_id, "c": self.collection, "fp": self.identity.fingerprint, "h": document_hash,
-                 "t": values[root.id][1] if root else 0})
+                "new_document_hash, total_tokens) VALUES (:id, :c, :fp, :h, :new, :t)"),
+                {"id": document_id, "c": self.collection, "fp": self.identity.fingerprint,
+                 "h": document.content_hash, "new": new_hash, "t": values[root.id][1] if root else 0})
             driver = conn.connection.driver_connection
             assert isinstance(driver, psycopg.Connection)
             with driver.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO hrag.reembed_nodes (document_id, node_id, collection, embedding, token_count, "
-                    "subtree_tokens, content_hash) VALUES (%s, %s, %s, %s, %s, %s, "
-                    "coalesce(nullif(%s, ''), (SELECT content_hash FROM hrag.nodes "
-                    "                           WHERE document_id = %s AND id = %s)))",
+                    "subtree_tokens, content_hash) VALUES (%s, %s, %s, %s, %s, %s, %s)",
                     [(document_id, r.id, self.collection,
                       Vector(vectors[embed_texts[r.id]]) if r.id in embed_texts else None,
-                      values[r.id][0], values[r.id][1], values[r.id][2], document_id, r.id) for r in rows])
+                      *values[r.id]) for r in rows])
         return len(unique)

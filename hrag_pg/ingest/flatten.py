@@ -223,12 +223,23 @@ def flatten(
         markup = any(n.kind == MARKUP_KIND for n in doc.nodes)
         raise IngestError(f"{tree.source}: the document's structure yields no leaves to search"
                           + (" (it holds only markup: link definitions, targets, navigation)" if markup else ""))
-    doc.content_hash = _sha(
-        "document",
-        doc.title or "",
-        json.dumps({k: v for k, v in doc.metadata.items() if k != FILE_PATH_KEY},
-                   sort_keys=True, ensure_ascii=False, default=str),
-        *(f"{n.id}{_SEP}{n.parent_id}{_SEP}{n.content_hash}{_SEP}{n.separator}{_SEP}"
-          f"{json.dumps(n.metadata, sort_keys=True, ensure_ascii=False, default=str)}" for n in doc.nodes),
-    )
+    doc.content_hash = document_hash(doc.title, doc.metadata,
+                                     [(n.id, n.parent_id, n.content_hash, n.separator, n.metadata) for n in doc.nodes])
     return doc
+
+
+def document_hash(title: str | None, metadata: dict[str, Any],
+                  nodes: list[tuple[uuid.UUID, uuid.UUID | None, str, str, dict[str, Any]]]) -> str:
+    """A document's content hash from its title, metadata and (id, parent id, hash, separator, metadata) per node.
+
+    The file it came from is left out: a moved file is the same document.
+    """
+    return _sha(
+        "document",
+        title or "",
+        json.dumps({k: v for k, v in metadata.items() if k != FILE_PATH_KEY},
+                   sort_keys=True, ensure_ascii=False, default=str),
+        *(f"{node_id}{_SEP}{parent_id}{_SEP}{content_hash}{_SEP}{separator}{_SEP}"
+          f"{json.dumps(node_metadata, sort_keys=True, ensure_ascii=False, default=str)}"
+          for node_id, parent_id, content_hash, separator, node_metadata in nodes),
+    )

@@ -44,6 +44,8 @@ CREATE TABLE hrag.reembed_documents (
     -- hrag.documents.content_hash when the new vectors were made: a document
     -- written since is prepared again before the switch
     document_hash  text    NOT NULL,
+    -- what the document's hash becomes with the new model (a re-ingest then finds it unchanged)
+    new_document_hash text NOT NULL,
     total_tokens   integer NOT NULL CHECK (total_tokens >= 0)
 );
 
@@ -127,7 +129,8 @@ BEGIN
       FROM hrag.reembed_nodes p
      WHERE p.document_id = n.document_id AND p.node_id = n.id AND n.collection = finish_reembed.collection;
     GET DIAGNOSTICS switched = ROW_COUNT;
-    UPDATE hrag.documents d SET total_tokens = r.total_tokens, updated_at = now()
+    UPDATE hrag.documents d
+       SET total_tokens = r.total_tokens, content_hash = r.new_document_hash, updated_at = now()
       FROM hrag.reembed_documents r
      WHERE r.document_id = d.id AND d.collection = finish_reembed.collection;
     UPDATE hrag.collection_models m

@@ -1800,7 +1800,8 @@ BEGIN
       FROM hrag.reembed_nodes p
      WHERE p.document_id = n.document_id AND p.node_id = n.id AND n.collection = finish_reembed.collection;
     GET DIAGNOSTICS switched = ROW_COUNT;
-    UPDATE hrag.documents d SET total_tokens = r.total_tokens, updated_at = now()
+    UPDATE hrag.documents d
+       SET total_tokens = r.total_tokens, content_hash = r.new_document_hash, updated_at = now()
       FROM hrag.reembed_documents r
      WHERE r.document_id = d.id AND d.collection = finish_reembed.collection;
     UPDATE hrag.collection_models m
@@ -2522,6 +2523,7 @@ CREATE TABLE hrag.reembed_documents (
     collection text NOT NULL,
     fingerprint text NOT NULL,
     document_hash text NOT NULL,
+    new_document_hash text NOT NULL,
     total_tokens integer NOT NULL,
     CONSTRAINT reembed_documents_total_tokens_check CHECK ((total_tokens >= 0))
 );

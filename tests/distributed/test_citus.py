@@ -45,7 +45,11 @@ def _write_corpus(tmp_path: Path, count: int) -> Path:
 
 
 def _ingest(url: str, paths: list[Path], collection: str) -> list[str]:
-    hrag = HRAG(url, embedder=HashingEmbedder())
+    return _ingest_with(url, paths, collection, HashingEmbedder())
+
+
+def _ingest_with(url: str, paths: list[Path], collection: str, embedder: HashingEmbedder) -> list[str]:
+    hrag = HRAG(url, embedder=embedder)
     report = hrag.ingest(paths, collection=collection, stop_on_error=True)
     return [r.status for r in report.results]
 
@@ -63,21 +67,26 @@ def test_distribute_makes_documents_and_nodes_colocated_and_small_tables_referen
             "SELECT table_name::text, citus_table_type || ':' || distribution_column || ':' || colocation_id "
             "FROM citus_tables WHERE table_name::text LIKE 'hrag.%'").fetchall())
     assert set(tables) == {"hrag.config", "hrag.tenant_collections", "hrag.documents", "hrag.nodes",
-                           "hrag.document_terms"}
+                           "hrag.document_terms", "hrag.collection_models", "hrag.reembed_documents",
+                           "hrag.reembed_nodes"}
     assert tables["hrag.config"].startswith("reference:")
     assert tables["hrag.tenant_collections"].startswith("reference:")
+    assert tables["hrag.collection_models"].startswith("reference:")
     doc_type, doc_column, doc_colocation = tables["hrag.documents"].split(":")
     node_type, node_column, node_colocation = tables["hrag.nodes"].split(":")
     assert (doc_type, doc_column, node_type, node_column) == ("distributed", "id", "distributed", "document_id")
     assert doc_colocation == node_colocation
     assert tables["hrag.document_terms"] == f"distributed:document_id:{doc_colocation}"
+    assert tables["hrag.reembed_documents"] == f"distributed:document_id:{doc_colocation}"
+    assert tables["hrag.reembed_nodes"] == f"distributed:document_id:{doc_colocation}"
 
 
 def test_distribute_again_changes_nothing_and_says_so(cluster_url: str) -> None:
     rows = distribute(cluster_url)
     assert {r.action for r in rows} == {"already distributed"}
     assert [r.name for r in rows] == ["hrag.config", "hrag.tenant_collections", "hrag.documents", "hrag.nodes",
-                                      "hrag.document_terms", *PER_DOCUMENT_FUNCTIONS]
+                                      "hrag.document_terms", "hrag.collection_models", "hrag.reembed_documents",
+                                      "hrag.reembed_nodes", *PER_DOCUMENT_FUNCTIONS]
 
 
 def test_hrag_distribute_command_reports_each_table(cluster_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -120,6 +129,27 @@ def test_ingested_documents_land_on_both_workers_with_each_tree_on_its_documents
         assert misplaced == (0,)
         nodes = conn.execute("SELECT count(*) FROM hrag.nodes WHERE collection = 'spread'").fetchone()
         assert nodes is not None and nodes[0] > 12 * 7
+
+
+def test_a_collection_records_its_model_refuses_another_and_reembeds_on_the_cluster(
+        cluster_url: str, tmp_path: Path) -> None:
+    from hrag_pg.errors import ModelMismatchError
+    from tests.embedders import SaltedHashingEmbedder
+
+    corpus = _write_corpus(tmp_path, 4)
+    assert _ingest(cluster_url, [corpus], "models") == ["created"] * 4
+    hrag = HRAG(cluster_url, embedder=HashingEmbedder())
+    assert hrag.collection_models("models")["models"].name == "hashing-test"
+    with pytest.raises(ModelMismatchError):
+        HRAG(cluster_url, embedder=SaltedHashingEmbedder()).retrieve("topic", collection="models")
+    report = hrag.reembed("models", SaltedHashingEmbedder())
+    assert (report.status, report.documents, report.prepared) == ("switched", 4, 4)
+    salted = HRAG(cluster_url, embedder=SaltedHashingEmbedder())
+    assert salted.collection_models("models")["models"].name == "hashing-salted"
+    assert salted.retrieve("topic", collection="models")
+    assert _ingest_with(cluster_url, [corpus], "models", SaltedHashingEmbedder()) == ["unchanged"] * 4
+    with psycopg.connect(_libpq(cluster_url)) as conn:
+        assert conn.execute("SELECT count(*) FROM hrag.reembed_nodes").fetchone() == (0,)
 
 
 def test_re_ingest_and_delete_work_on_the_cluster(cluster_url: str, tmp_path: Path) -> None:

@@ -596,7 +596,8 @@ def test_a_tenant_sees_the_model_records_and_reembed_rows_of_its_collections_onl
     corpus: Corpus, make_role: Callable[..., str], db_url: str, sql: psycopg.Connection
 ) -> None:
     sql.execute("INSERT INTO hrag.reembed_documents (document_id, collection, fingerprint, document_hash, "
-                "total_tokens) SELECT id, collection, 'f', content_hash, 0 FROM hrag.documents")
+                "new_document_hash, total_tokens) SELECT id, collection, 'f', content_hash, '', 0 "
+                "FROM hrag.documents")
     tables = ("hrag.collection_models", "hrag.reembed_documents")
     for table in tables:
         assert {r[0] for r in sql.execute(f"SELECT collection FROM {table}")} == {"a", "b"}
