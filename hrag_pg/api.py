@@ -225,9 +225,12 @@ class HRAG:
         """The embedder that writes to ``collection``: the one asked for, the one it recorded, or for a new
         collection the default for the script of ``sample()`` (its first documents' text)."""
         asked = self._asked_embedder()
-        if asked is not None:
-            return self._checked(asked)
         stored = self.collection_models(collection).get(collection)
+        if asked is not None:
+            # refused here, once, rather than for every file (the write checks again, in its transaction)
+            if stored is not None and not stored.matches(identity_of(asked)):
+                raise collection_model.mismatch(collection, stored, identity_of(asked), "ingest")
+            return self._checked(asked)
         return self._checked(embedder_for(stored.name if stored else model_for_texts(sample())))
 
     def embed_query(self, question: str, collection: str | None = None) -> np.ndarray:

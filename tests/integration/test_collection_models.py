@@ -84,9 +84,15 @@ def test_an_ingest_with_another_model_is_refused_naming_both_models_and_the_fix(
         message = str(raised.value)
         assert "'c'" in message and "hashing-test" in message and "hashing-salted" in message
         assert "hrag reembed -c c --model hashing-salted" in message
+    with pytest.raises(ModelMismatchError):  # refused once, before any file is read
+        other.ingest([edited], collection="c", replace=True)
+    # The write itself checks too, in its transaction (a writer that chose its model before a switch).
+    salted = SaltedHashingEmbedder()
+    doc = prepare_file(edited, IngestOptions(), collection="c", model_name=model_key(salted),
+                       counter=salted.token_counter)
+    with pytest.raises(ModelMismatchError, match="hashing-test.*hashing-salted"):
+        other.repository.write_document(doc, salted)
     assert node_rows(sql) == before  # nothing written
-    report = other.ingest([edited], collection="c", replace=True)  # no stop_on_error: reported, not raised
-    assert [Path(p).name for p, _ in report.failed] == ["guide.md"]
 
 
 def test_a_question_with_another_model_is_refused_in_every_mode_and_in_the_adapters(
