@@ -225,3 +225,15 @@ def test_the_report_table_fits_an_80_column_terminal_without_cut_headers() -> No
     assert "…" not in text
     for header in ("kind", "recall", "full", "tokens", "per 1k", "p50 ms", "p95 ms", "@2,000", "@4,000"):
         assert header in text
+
+
+def test_a_counter_truncator_keeps_the_longest_prefix_within_the_budget() -> None:
+    from hrag_pg.evaluation import CounterTruncator
+    from hrag_pg.ingest.tokens import ApproximateTokenCounter
+
+    truncator = CounterTruncator(ApproximateTokenCounter())
+    text = "試用期間中の従業員については、通勤手当は全額実費支給の対象とする。"
+    assert truncator.cut(text, 1000) == text and truncator.cut(text, 0) == ""
+    for budget in range(1, truncator.count(text)):
+        kept = truncator.cut(text, budget)
+        assert text.startswith(kept) and truncator.count(kept) <= budget < truncator.count(text[:len(kept) + 1])
