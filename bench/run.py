@@ -507,8 +507,9 @@ def markdown(report: dict[str, Any]) -> str:
     out = [f"# hrag-pg benchmark ({cfg['name']})", "",
            (f"Corpus: {cfg['files']} Markdown files, {cfg['corpus_chars']:,} characters ({cfg['corpus']}); "
            f"{cfg['questions']} questions ({cfg['narrow']} narrow, {cfg['broad']} broad) from "
-           f"`{cfg['questions_file']}`. Machine: {cfg['machine']}. Model: all-MiniLM-L6-v2 (bundled), "
-           "tokens counted with its tokenizer. Every number below was measured in this run."), "",
+           f"`{cfg['questions_file']}`. Machine: {cfg['machine']}. Models: hrag-pg "
+           f"{cfg.get('model', 'all-MiniLM-L6-v2')}, the peers all-MiniLM-L6-v2 (bundled); tokens counted with "
+           f"hrag-pg's model's tokenizer for every system. Every number below was measured in this run."), "",
            f"hrag-pg commit: {report['versions'].get('hrag-pg commit', 'unknown')}", "",
            *(["Left out for every system: "
               + ", ".join(f"{n} ({e})" for n, e in cfg["excluded"]), ""] if cfg.get("excluded") else []),
@@ -763,7 +764,8 @@ def main(argv: list[str] | None = None) -> int:
                    "narrow": sum(q.kind == "narrow" for q in questions),
                    "broad": sum(q.kind == "broad" for q in questions),
                    "questions_file": _relative(args.questions),
-                   "machine": f"{os.cpu_count()} CPUs, {platform.machine()}", "excluded": excluded},
+                   "machine": f"{os.cpu_count()} CPUs, {platform.machine()}", "excluded": excluded,
+                   "model": model},
         "systems": systems, "hrag_native_budget": native, "ingest": ingest, "storage": storage,
         "reingest": reingest, "scale": scale, "versions": versions,
     }
