@@ -90,7 +90,7 @@ def test_an_ingest_with_another_model_is_refused_naming_both_models_and_the_fix(
     salted = SaltedHashingEmbedder()
     doc = prepare_file(edited, IngestOptions(), collection="c", model_name=model_key(salted),
                        counter=salted.token_counter)
-    with pytest.raises(ModelMismatchError, match="hashing-test.*hashing-salted"):
+    with pytest.raises(ModelMismatchError, match=r"hashing-test.*hashing-salted"):
         other.repository.write_document(doc, salted)
     assert node_rows(sql) == before  # nothing written
 
