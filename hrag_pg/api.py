@@ -227,10 +227,11 @@ class HRAG:
         asked = self._asked_embedder()
         stored = self.collection_models(collection).get(collection)
         if asked is not None:
+            self._checked(asked)  # a dimension the installation cannot store is the first thing to say
             # refused here, once, rather than for every file (the write checks again, in its transaction)
             if stored is not None and not stored.matches(identity_of(asked)):
                 raise collection_model.mismatch(collection, stored, identity_of(asked), "ingest")
-            return self._checked(asked)
+            return asked
         return self._checked(embedder_for(stored.name if stored else model_for_texts(sample())))
 
     def embed_query(self, question: str, collection: str | None = None) -> np.ndarray:
