@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 from contextvars import ContextVar
 from functools import lru_cache, partial
+from urllib.parse import unquote_plus
 
 import psycopg
 import sqlalchemy as sa
@@ -40,11 +41,17 @@ def libpq_url(url: str) -> str:
 
 
 def redact(url: str) -> str:
-    """Hide the password so URLs can appear in error messages and logs."""
+    """Hide the password so URLs can appear in error messages and logs.
+
+    The query is shown decoded (``host=/tmp/x y/pgdata``, not ``host=%2Ftmp%2Fx+y%2Fpgdata``):
+    it is read by people, who look for the socket directory they know.
+    """
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        rendered = make_url(url).render_as_string(hide_password=True)
     except Exception:  # noqa: BLE001 - a malformed URL is shown as given
         return url
+    base, _, query = rendered.partition("?")
+    return f"{base}?{unquote_plus(query)}" if query else base
 
 
 def resolve_url(url: str | None = None, *, start_embedded: bool = True) -> str:

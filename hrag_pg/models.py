@@ -103,9 +103,9 @@ class RetrievalResult(BaseModel):
             n = len(self.matched_children or [])
             return f"parent of {n} matching child{'ren' if n != 1 else ''}"
         if self.merged_from:
-            return (f"merged from {len(self.merged_from)} hits "
-                    f"(hit ratio {self.hit_ratio:.2f})" if self.hit_ratio is not None
-                    else f"absorbed {len(self.merged_from)} hits below it")
+            hits = f"{len(self.merged_from)} hit{'s' if len(self.merged_from) != 1 else ''}"
+            return (f"merged from {hits} (hit ratio {self.hit_ratio:.2f})" if self.hit_ratio is not None
+                    else f"absorbed {hits} below it")
         return "direct hit"
 
 
