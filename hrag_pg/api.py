@@ -487,13 +487,13 @@ class HRAG:
                 plan.old = None
         if dry_run:
             return plans
+        embedder = self.ingest_embedder(collection)
         for plan in plans:
             if plan.old is None:
                 continue
             old_metadata = next(s.metadata for s in self.sources(collection) if s.source == plan.old)
             tree = _load_file(Path(plan.path), plan.new, options)
             tree.metadata = {**old_metadata, **tree.metadata}  # the user's keys travel; hrag's are fresh
-            embedder = self.ingest_embedder(collection)
             doc = prepare_tree(tree, options, collection=collection, model_name=model_key(embedder),
                                counter=embedder.token_counter)
             result = self.repository.write_document(doc, embedder, replaces=plan.old)

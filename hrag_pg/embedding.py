@@ -232,5 +232,5 @@ def embedder_for(name: str | None = None) -> Embedder:
 
 
 def default_embedder(model: str | None = None) -> Embedder:
-    """The embedder for ``model`` (kept for callers of earlier versions; see :func:`embedder_for`)."""
+    """The embedder for ``model``: :func:`embedder_for` under the name the benchmark scripts import."""
     return embedder_for(model)

@@ -106,10 +106,23 @@ def new_values(rows: list[_Row], counter: TokenCounter, model_key: str) -> tuple
             overlap = tail_tokens(before.content, OVERLAP_TOKENS, counter)
         parent_path = by_id[r.parent_id].heading_path if r.parent_id in by_id else []
         embed_texts[r.id] = embedding_text(list(parent_path), overlap, _search_text(r))
+    # A subtree is a range of seq: its tokens are its texts' counts plus the separators between them
+    # (each text's but the first's), summed from running totals in one pass, not once per node.
+    counted = [0]
+    separated = [0]
+    for x in rows:
+        counted.append(counted[-1] + (counts[x.id] if x.content else 0))
+        separated.append(separated[-1] + (separator_tokens.get(x.seq, 0) if x.content else 0))
+    first_text: list[int | None] = [None] * (len(rows) + 1)  # the first seq >= i holding text
+    for x in reversed(rows):
+        first_text[x.seq] = x.seq if x.content else first_text[x.seq + 1]
     values: dict[uuid.UUID, tuple[int, int, str]] = {}
     for r in rows:
-        texts = [x for x in rows[r.seq:r.subtree_end + 1] if x.content]
-        subtree = (sum(counts[x.id] for x in texts) + sum(separator_tokens.get(x.seq, 0) for x in texts[1:]))
+        end = r.subtree_end + 1
+        subtree = counted[end] - counted[r.seq] + separated[end] - separated[r.seq]
+        first = first_text[r.seq]
+        if first is not None and first < end:
+            subtree -= separator_tokens.get(first, 0)
         # (a structural node's hash covers its text, not the model: it stays)
         content_hash = _sha("embed", model_key, embed_texts[r.id]) if r.id in embed_texts else r.content_hash
         values[r.id] = (counts[r.id], subtree, content_hash)

@@ -365,11 +365,7 @@ class Repository:
     def _embed(embedder: Embedder, texts: list[str], dim: int, progress: Progress | None) -> list[np.ndarray]:
         if not texts:
             return []
-        if embedder.dim != dim:
-            raise EmbeddingError(
-                f"The embedding model makes {embedder.dim}-dimensional vectors but this database stores "
-                f"{dim} dimensions."
-            )
+        # (write_document refused a model of another dimension before the transaction wrote anything)
         # Any Embedder may be plugged in, so its output is checked here, before the COPY:
         # NaN/inf, a wrong number of rows or a wrong width would otherwise fail half-way
         # through the write (or, with too few rows, as a KeyError).

@@ -9,9 +9,9 @@ pooling; they agree with sentence-transformers to float32 rounding, which
 ``tests/unit/test_embedders.py`` checks), so a collection embedded by either
 backend is queried by the other.
 
-Only what all-MiniLM-style folders need is supported: ``model_type`` bert,
-absolute positions, GELU, mean pooling, normalised output.  Anything else is
-refused by :func:`supports` and goes to sentence-transformers.
+Only what all-MiniLM-style folders need is implemented: ``model_type`` bert,
+absolute positions, GELU, mean pooling, normalised output; every other model
+goes to sentence-transformers.
 """
 
 from __future__ import annotations
@@ -47,25 +47,6 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
 
 def _read_json(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-
-
-def supports(folder: Path) -> bool:
-    """Whether ``folder`` is a sentence-transformers BERT model this encoder runs exactly."""
-    config = _read_json(folder / "config.json")
-    pooling = _read_json(folder / "1_Pooling" / "config.json")
-    modules = [m.get("type", "") for m in json.loads((folder / "modules.json").read_text())] \
-        if (folder / "modules.json").is_file() else []
-    return (
-        config.get("model_type") == "bert"
-        and config.get("hidden_act") == "gelu"
-        and config.get("position_embedding_type", "absolute") == "absolute"
-        and pooling.get("pooling_mode_mean_tokens") is True
-        and not any(pooling.get(k) for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens",
-                                              "pooling_mode_mean_sqrt_len_tokens"))
-        and modules[-1:] == ["sentence_transformers.models.Normalize"]
-        and (folder / "model.safetensors").is_file()
-        and (folder / "tokenizer.json").is_file()
-    )
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
