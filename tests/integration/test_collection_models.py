@@ -323,3 +323,17 @@ def test_the_cli_shows_each_collections_model_switches_it_and_refuses_bad_input(
     assert run("query", "How do I install it?", "-c", "en", "--json").exit_code == 0
     again = run("reembed", "-c", "en", "--model", "multilingual")
     assert "already embedded with multilingual-e5-small-q4" in again.stdout
+
+
+def test_reembed_counts_the_tokens_of_separators_that_hold_text_as_a_fresh_ingest_does(
+        db_url: str, sql: psycopg.Connection, tmp_path: Path) -> None:
+    doc = tmp_path / "links.md"
+    doc.write_text("# Links\n\n## Setup\n\nRead the [guide][g] first, then the [notes][n].\n\n"
+                   "[g]: https://example.org/guide\n[n]: https://example.org/notes\n\n"
+                   "Then install it with the usual steps and check the log for warnings.\n\n"
+                   "## Use\n\nRun it daily.\n", encoding="utf-8")
+    hrag = HRAG(db_url, embedder=HashingEmbedder())
+    hrag.ingest([doc], collection="c")
+    assert sql.execute("SELECT count(*) FROM hrag.nodes WHERE btrim(separator, E' \\n') <> ''").fetchone()[0] > 0
+    hrag.reembed("c", SaltedHashingEmbedder())
+    assert_rows_equal(node_rows(sql), expected_rows(doc, SaltedHashingEmbedder()))
