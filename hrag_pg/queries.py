@@ -135,6 +135,67 @@ SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
 """
 
 
+# A parent-child or auto-merge context under a token budget, in one round
+# trip: the mode's hits and results as above, then hrag._fit_budget keeps the
+# results whole, best first, while they fit and replaces one that does not by
+# the budget mode's choice among its own hits.  Each row is a step: a result
+# kept whole or dropped (its own columns), or a part that replaces it.
+_CONTEXT = """
+WITH hit AS (
+    SELECT s.node_id, s.document_id, s.score FROM {search} AS s
+     WHERE %(m)s::real IS NULL OR s.score >= %(m)s::real
+),
+r AS (
+    SELECT * FROM {results}
+),
+ordered AS (
+    SELECT r.*, (row_number() OVER (ORDER BY r.score DESC, r.rank))::int AS ord FROM r
+),
+owned AS (
+    SELECT o.ord, h.node_id, h.document_id, h.score
+      FROM ordered o
+     CROSS JOIN LATERAL unnest(o.{hits}) AS m(id)
+      JOIN hit h ON h.node_id = m.id
+),
+fit AS (
+    SELECT * FROM hrag._fit_budget(
+        ARRAY(SELECT node_id FROM ordered ORDER BY ord), ARRAY(SELECT token_count FROM ordered ORDER BY ord),
+        ARRAY(SELECT node_id FROM owned ORDER BY ord, score DESC, node_id),
+        ARRAY(SELECT document_id FROM owned ORDER BY ord, score DESC, node_id),
+        ARRAY(SELECT score FROM owned ORDER BY ord, score DESC, node_id),
+        ARRAY(SELECT ord FROM owned ORDER BY ord, score DESC, node_id),
+        %(b)s::int)
+)
+SELECT f.owner, f.kept, f.node_id, n.document_id, n.depth, n.kind,
+       CASE WHEN f.kept = 'part' THEN f.title ELSE o.title END AS title,
+       CASE WHEN f.kept = 'part' THEN f.heading_path ELSE o.heading_path END AS heading_path,
+       CASE WHEN f.kept = 'part' THEN f.content ELSE o.content END AS content,
+       o.score, o.rank,
+       CASE WHEN f.kept = 'part' THEN f.token_count ELSE o.token_count END AS token_count,
+       CASE WHEN f.kept = 'part' THEN NULL ELSE {matched} END AS matched_children,
+       CASE WHEN f.kept = 'part' THEN f.merged_from ELSE {merged} END AS merged_from,
+       CASE WHEN f.kept = 'part' THEN f.hit_ratio ELSE {ratio} END AS hit_ratio,
+       f.reason, d.source, d.metadata AS document_metadata
+  FROM fit f
+  JOIN ordered o ON o.ord = f.owner
+  JOIN hrag.nodes n ON n.document_id = coalesce(f.document_id, o.document_id) AND n.id = f.node_id
+  JOIN hrag.documents d ON d.id = n.document_id
+ ORDER BY f.step
+"""
+
+_HYBRID_HITS = ("hrag.search_hybrid(%(q)s, %(qt)s::text, {k}, %(c)s::text, %(f)s::jsonb, %(w)s::real, "
+                "%(n)s::int, %(r)s::real)")
+_VECTOR_HITS = "hrag.search_leaves(%(q)s, {k}, %(c)s::text, %(f)s::jsonb)"
+_HIT_ARRAYS = ("ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id), "
+               "ARRAY(SELECT score FROM hit ORDER BY score DESC, node_id)")
+
+
+def _context_statement(search: Search, k: str, results: str, hits: str, matched: str, merged: str,
+                       ratio: str) -> str:
+    source = _HYBRID_HITS if search.hybrid else _VECTOR_HITS
+    return _CONTEXT.format(search=source.format(k=k), results=results.format(hits=_HIT_ARRAYS), hits=hits,
+                           matched=matched, merged=merged, ratio=ratio)
+
 # --------------------------------------------------------------------- plans
 # Which statement a retrieval sends and with which parameters; the sync and
 # async repositories only execute what these return.
@@ -266,3 +327,28 @@ def plan_retrieve(search: Search, top_k: int, max_tokens: int) -> tuple[str, dic
 def plan_retrieve_hits(ids: list[Any], scores: list[float], max_tokens: int) -> tuple[str, dict[str, Any]]:
     _budget(max_tokens)
     return RETRIEVE_HITS, {"ids": ids, "scores": scores, "b": max_tokens}
+
+
+def plan_parent_child_context(search: Search, top_k_children: int, max_parents: int, min_score: float | None,
+                              max_tokens: int) -> tuple[str, dict[str, Any]]:
+    """Parent-child within ``max_tokens`` (stored token counts), one round trip (see ``_CONTEXT``)."""
+    _, params = plan_parent_child(search, top_k_children, max_parents, min_score)
+    _budget(max_tokens)
+    params.update(b=max_tokens)
+    # the hybrid ranking reads all its candidates, so parents beyond the first top_k_children are found
+    k = "%(n)s::int" if search.hybrid else "%(k)s::int"
+    sql = _context_statement(search, k, "hrag.parent_child_hits({hits}, %(p)s::int, %(k)s::int)",
+                             "matched_children", "o.matched_children", "NULL::uuid[]", "NULL::real")
+    return sql, params
+
+
+def plan_auto_merge_context(search: Search, top_k: int, merge_threshold: float, max_hit_share: float | None,
+                            max_tokens: int) -> tuple[str, dict[str, Any]]:
+    """Auto-merge within ``max_tokens`` (stored token counts), one round trip (see ``_CONTEXT``)."""
+    _, params = plan_auto_merge(search, top_k, merge_threshold, max_hit_share)
+    _budget(max_tokens)
+    params.update(b=max_tokens, m=None)
+    sql = _context_statement(search, "hrag.sample_hits(%(k)s::int, %(c)s::text, %(s)s::real)",
+                             "hrag.auto_merge_hits({hits}, %(t)s::real)", "merged_from", "NULL::uuid[]",
+                             "o.merged_from", "o.hit_ratio")
+    return sql, params

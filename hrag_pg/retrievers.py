@@ -132,29 +132,41 @@ class BaseRetriever:
         """How many candidates the mode's results were built from."""
         raise NotImplementedError
 
+    def _context_plan(self, search: queries.Search, budget: int) -> tuple[str, dict[str, Any]]:
+        """The mode's statement for its context within ``budget``, results and fitting in one."""
+        raise NotImplementedError
+
     def context_flow(self, question: str, query: np.ndarray) -> Flow[Context]:
         """The results, then the budget: greedy by score within ``max_context_tokens``.
 
         A passage that does not fit is not simply dropped while smaller,
         worse ones are kept: it is replaced by the best part of it that fits
-        the budget left at its turn (``hrag.retrieve_hits`` over the hits it
-        was chosen for: its matched children, or the hits it absorbed).
-        That costs one more round trip per such passage, and none when
-        everything fits.  The replaced passage is reported in ``dropped``.
+        the budget left at its turn (the budget mode over the hits it was
+        chosen for: its matched children, or the hits it absorbed).  The
+        database does both in the statement that finds the results
+        (``hrag._fit_budget``), in the stored token counts the budget mode
+        uses; the replaced passage is reported in ``dropped``.
         """
-        results = yield from self.results_flow(question, query)
         budget = self.max_context_tokens
-        counter = self.hrag.query_embedder(self.collection).token_counter
         if budget is None:
+            results = yield from self.results_flow(question, query)
+            counter = self.hrag.query_embedder(self.collection).token_counter
             return context_module.assemble(results, None, counter)
         if budget <= 0:
             raise ValueError(f"max_tokens must be positive, got {budget}")
-        counted = [r.model_copy(update={"token_count": counter.count(r.content)}) for r in results]
+        if self.reranker is not None:
+            return (yield from self._reranked_context_flow(question, query, budget))
+        rows = yield Fetch(*self._context_plan(self._search(question, query), budget))
+        return _fitted_context(self.mode, rows, budget)
+
+    def _reranked_context_flow(self, question: str, query: np.ndarray, budget: int) -> Flow[Context]:
+        """With a reranker the results are chosen in Python, so the fitting is a statement per passage."""
+        results = yield from self.results_flow(question, query)
         kept: list[RetrievalResult] = []
         dropped: list[RetrievalResult] = []
         used = 0
         hit_scores: dict[Any, float] | None = None  # the candidate stage's score of every hit
-        for result in sorted(counted, key=lambda r: (-r.score, r.rank)):
+        for result in sorted(results, key=lambda r: (-r.score, r.rank)):
             if used + result.token_count <= budget:
                 kept.append(result)
                 used += result.token_count
@@ -164,23 +176,16 @@ class BaseRetriever:
             if not hits or budget - used <= 0:
                 continue
             if hit_scores is None:
-                # The results name their hits but not the hits' own scores, and the part chosen
-                # must be the one around the best of them (one score for all picked the smallest
-                # paragraphs of a parent, not the one that matched): the same candidate stage
-                # again, once per context, gives each hit the score that chose it.
+                # the part chosen must be the one around the best hit: the candidate stage's scores
                 rows = yield Fetch(*queries.plan_search(self._search(question, query), self._hits_k()))
                 hit_scores = {row["node_id"]: float(row["score"]) for row in rows}
             scores = [hit_scores.get(h, float(result.score)) for h in hits]
             rows = yield Fetch(*queries.plan_retrieve_hits(hits, scores, budget - used))
             for part in _results("auto", rows):
-                tokens = counter.count(part.content)
-                if used + tokens > budget:
-                    continue  # the stored count and this counter disagree: never exceed the budget
-                kept.append(part.model_copy(update={
-                    "mode": result.mode, "score": result.score, "rank": result.rank, "token_count": tokens,
-                    "reason": f"the part of {_label(result)} that fits the budget ({part.explanation()})",
-                }))
-                used += tokens
+                if used + part.token_count > budget:
+                    continue  # the best hit alone, over the budget
+                kept.append(_as_part_of(result, part))
+                used += part.token_count
         return Context(results=kept, dropped=dropped, total_tokens=used, max_tokens=budget)
 
     # The drivers.
@@ -210,6 +215,31 @@ def _label(result: RetrievalResult) -> str:
     return " › ".join(p for p in result.heading_path if p) or result.title or str(result.node_id)
 
 
+def _as_part_of(result: RetrievalResult, part: RetrievalResult) -> RetrievalResult:
+    """A budget-mode part standing in for ``result``, which did not fit: its place, and why."""
+    return part.model_copy(update={
+        "mode": result.mode, "score": result.score, "rank": result.rank,
+        "reason": f"the part of {_label(result)} that fits the budget ({part.explanation()})",
+    })
+
+
+def _fitted_context(mode: str, rows: list[dict[str, Any]], budget: int) -> Context:
+    """The Context of a ``queries.plan_*_context`` statement's steps (see ``hrag._fit_budget``)."""
+    kept: list[RetrievalResult] = []
+    dropped: list[RetrievalResult] = []
+    owners: dict[int, RetrievalResult] = {}
+    for row in rows:
+        owner, step = row.pop("owner"), row.pop("kept")
+        if step == "part":
+            kept.append(_as_part_of(owners[owner], to_result("auto", row)))
+            continue
+        row.pop("reason")
+        result = to_result(mode, row)
+        owners[owner] = result
+        (kept if step == "whole" else dropped).append(result)
+    return Context(results=kept, dropped=dropped, total_tokens=sum(r.token_count for r in kept), max_tokens=budget)
+
+
 @dataclass
 class ParentChildRetriever(BaseRetriever):
     """Small-to-big: match children, return their whole parents (``hrag.parent_child``)."""
@@ -222,6 +252,10 @@ class ParentChildRetriever(BaseRetriever):
 
     def _hits_k(self) -> int:
         return max(self.rerank_candidates, self.top_k_children) if self.reranker else self.top_k_children
+
+    def _context_plan(self, search: queries.Search, budget: int) -> tuple[str, dict[str, Any]]:
+        return queries.plan_parent_child_context(search, self.top_k_children, self.max_parents, self.min_score,
+                                                 budget)
 
     def results_flow(self, question: str, query: np.ndarray) -> Flow[list[RetrievalResult]]:
         search = self._search(question, query)
@@ -253,6 +287,9 @@ class AutoMergingRetriever(BaseRetriever):
 
     def _hits_k(self) -> int:
         return max(self.rerank_candidates, self.top_k) if self.reranker else self.top_k
+
+    def _context_plan(self, search: queries.Search, budget: int) -> tuple[str, dict[str, Any]]:
+        return queries.plan_auto_merge_context(search, self.top_k, self.merge_threshold, self.max_hit_share, budget)
 
     def results_flow(self, question: str, query: np.ndarray) -> Flow[list[RetrievalResult]]:
         search = self._search(question, query)

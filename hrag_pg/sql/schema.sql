@@ -726,6 +726,70 @@ $$;
 -- COMMENT: FUNCTION _ef_search(k integer)
 COMMENT ON FUNCTION hrag._ef_search(k integer) IS 'internal: the HNSW search depth for k hits, max(hnsw.ef_search, k, hrag.ef_search (default 100)), not part of the API';
 
+-- FUNCTION: _fit_budget(uuid[], integer[], uuid[], uuid[], real[], integer[], integer)
+CREATE FUNCTION hrag._fit_budget(result_ids uuid[], result_tokens integer[], hit_ids uuid[], hit_docs uuid[], hit_scores real[], hit_owner integer[], max_tokens integer) RETURNS TABLE(step integer, owner integer, kept text, node_id uuid, document_id uuid, title text, heading_path text[], content text, merged_from uuid[], hit_ratio real, token_count integer, reason text)
+    LANGUAGE plpgsql STABLE ROWS 10
+    AS $$
+#variable_conflict use_column
+DECLARE
+    used integer := 0;
+    part record;
+BEGIN
+    IF max_tokens IS NULL OR max_tokens < 1 OR max_tokens > 100000 THEN
+        RAISE EXCEPTION 'hrag: argument "max_tokens" must be between 1 and 100000, got %',
+            coalesce(max_tokens::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    step := 0;
+    FOR i IN 1 .. coalesce(cardinality(result_ids), 0) LOOP
+        step := step + 1;
+        owner := i;
+        node_id := result_ids[i];
+        document_id := NULL; title := NULL; heading_path := NULL; content := NULL;
+        merged_from := NULL; hit_ratio := NULL; token_count := NULL; reason := NULL;
+        IF used + result_tokens[i] <= max_tokens THEN
+            used := used + result_tokens[i];
+            kept := 'whole';
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
+        kept := 'dropped';
+        RETURN NEXT;
+        CONTINUE WHEN used >= max_tokens OR NOT (i = ANY (hit_owner));
+        FOR part IN
+            SELECT r.*
+              FROM hrag._retrieve_hits(
+                       ARRAY(SELECT h.id FROM unnest(hit_ids, hit_owner) WITH ORDINALITY AS h(id, o, at)
+                              WHERE h.o = i ORDER BY h.at),
+                       ARRAY(SELECT h.doc FROM unnest(hit_docs, hit_owner) WITH ORDINALITY AS h(doc, o, at)
+                              WHERE h.o = i ORDER BY h.at),
+                       ARRAY(SELECT h.score FROM unnest(hit_scores, hit_owner) WITH ORDINALITY AS h(score, o, at)
+                              WHERE h.o = i ORDER BY h.at),
+                       max_tokens - used) AS r
+             ORDER BY r.rank
+        LOOP
+            CONTINUE WHEN used + part.token_count > max_tokens;  -- (the best hit alone, over budget)
+            used := used + part.token_count;
+            step := step + 1;
+            kept := 'part';
+            node_id := part.node_id;
+            document_id := part.document_id;
+            title := part.title;
+            heading_path := part.heading_path;
+            content := part.content;
+            merged_from := part.merged_from;
+            hit_ratio := part.hit_ratio;
+            token_count := part.token_count;
+            reason := part.reason;
+            RETURN NEXT;
+        END LOOP;
+    END LOOP;
+END
+$$;
+
+-- COMMENT: FUNCTION _fit_budget(result_ids uuid[], result_tokens integer[], hit_ids uuid[], hit_docs uuid[], hit_scores real[], hit_owner integer[], max_tokens integer)
+COMMENT ON FUNCTION hrag._fit_budget(result_ids uuid[], result_tokens integer[], hit_ids uuid[], hit_docs uuid[], hit_scores real[], hit_owner integer[], max_tokens integer) IS 'internal: a parent-child or auto-merge context within max_tokens, not part of the API';
+
 -- FUNCTION: _is_member_of(name)
 CREATE FUNCTION hrag._is_member_of(role_name name) RETURNS boolean
     LANGUAGE sql STABLE
@@ -1065,13 +1129,21 @@ DECLARE
     sharpness     double precision := hrag._setting('hrag.auto_sharpness', 0.1);
     size_exponent double precision := hrag._setting('hrag.auto_size_exponent', 0.5);
     min_lift      double precision := hrag._setting('hrag.auto_min_lift', 2.0);
-    floor_share   double precision := hrag._setting('hrag.auto_floor', 0);
     -- a node holding two or more hits that cover at least this share of its
     -- tokens keeps its whole value when it replaces taken nodes (a merge);
     -- otherwise it is worth what it adds
     merge_share   double precision := hrag._setting('hrag.auto_merge_share', 0.25);
     -- the best this many hits keep room in the budget (the reserved hits)
     reserved      integer := least(greatest(hrag._setting('hrag.auto_reserved_hits', 2), 0), 1000)::integer;
+    -- what a passage must be worth to be taken, in the evidence of the best
+    -- hit (weight 1): this much per token it adds, plus this much for a new
+    -- passage; the budget is a ceiling, not a target
+    token_cost    double precision := hrag._setting('hrag.auto_token_cost', 0.002);
+    passage_cost  double precision := hrag._setting('hrag.auto_passage_cost', 0.05);
+    -- no passage this small but the best hit: a word or a label says nothing
+    min_tokens    double precision := hrag._setting('hrag.auto_min_tokens', 6);
+    best_score    real;
+    node_value    double precision;
     r_doc         uuid[] := '{}';
     r_seq         integer[] := '{}';
     r_tok         integer[] := '{}';
@@ -1147,8 +1219,9 @@ BEGIN
                exp(greatest((hit.score - max(hit.score) OVER ())::double precision / sharpness, -50)) AS weight
           FROM hit
     )
-    SELECT array_agg(w.id), array_agg(w.score), array_agg(w.weight), (SELECT sum(w.weight) FROM weighted w)
-      INTO hit_ids, hit_scores, hit_weights, total_weight
+    SELECT array_agg(w.id), array_agg(w.score), array_agg(w.weight), (SELECT sum(w.weight) FROM weighted w),
+           max(w.score)
+      INTO hit_ids, hit_scores, hit_weights, total_weight, best_score
       FROM weighted w;
     hit_docs := ARRAY(SELECT (SELECT d.doc FROM unnest(node_ids, document_ids) AS d(id, doc)
                                WHERE d.id = h.id AND d.doc IS NOT NULL LIMIT 1)
@@ -1184,7 +1257,8 @@ BEGIN
                    (cand.evidence / total_weight) / (greatest(cand.subtree_tokens, 1) / scope_tokens) AS lift
               FROM cands AS cand) AS x
      WHERE x.lift >= min_lift
-       AND x.subtree_tokens <= max_tokens;
+       AND x.subtree_tokens <= max_tokens
+       AND (x.subtree_tokens >= min_tokens OR x.best >= best_score);
 
     -- The reserved hits: the best `reserved` hits among the candidates, in
     -- score order, as many as fit the budget together.
@@ -1192,7 +1266,8 @@ BEGIN
                   FROM unnest(hit_ids, hit_scores) AS h(id, score)
                  ORDER BY h.score DESC, h.id
                  LIMIT reserved LOOP
-        CONTINUE WHEN r_at IS NULL OR r_sum + c_tokens[r_at] > max_tokens;
+        CONTINUE WHEN r_at IS NULL OR r_sum + c_tokens[r_at] > max_tokens
+                   OR c_evidence[r_at] < token_cost * c_tokens[r_at] + passage_cost;
         r_doc := r_doc || c_doc[r_at];
         r_seq := r_seq || c_seq[r_at];
         r_tok := r_tok || c_tokens[r_at];
@@ -1207,7 +1282,9 @@ BEGIN
     -- aside and comes back when the order reaches its new priority.  No node is
     -- taken that would leave too little room for the reserved hits it does not
     -- hold, so a large section with many weak hits cannot crowd out the best
-    -- passage elsewhere.
+    -- passage elsewhere.  After the first, a node is taken only if what it
+    -- adds is worth its tokens (token_cost, passage_cost): a narrow question
+    -- stops after a few passages, a broad one goes on while its evidence lasts.
     LOOP
         best_aside := 0;
         FOR i IN 1 .. cardinality(aside_at) LOOP
@@ -1227,7 +1304,6 @@ BEGIN
         ELSE
             EXIT;
         END IF;
-        EXIT WHEN floor_share > 0 AND first_priority IS NOT NULL AND priority < floor_share * first_priority;
         cur_doc := c_doc[j];
         cur_seq := c_seq[j];
         cur_end := c_end[j];
@@ -1257,6 +1333,13 @@ BEGIN
                 aside_priority := aside_priority || added;
                 CONTINUE;
             END IF;
+        END IF;
+        IF first_priority IS NOT NULL THEN
+            -- a merge brings its whole evidence; any other node what it adds
+            node_value := CASE WHEN below_any AND c_hit_share[j] >= merge_share THEN c_evidence[j]
+                               ELSE c_evidence[j] - below_evidence END;
+            CONTINUE WHEN node_value < token_cost * (cur_tokens - below_tokens)
+                                       + CASE WHEN below_any THEN 0 ELSE passage_cost END;
         END IF;
         reserve_tokens := 0;
         FOR i IN 1 .. cardinality(r_doc) LOOP
@@ -1296,8 +1379,9 @@ BEGIN
     sel_children := ARRAY(SELECT v FROM unnest(sel_children, alive) WITH ORDINALITY AS x(v, a, i) WHERE a ORDER BY i);
 
     IF cardinality(sel_ids) = 0 THEN
-        -- No candidate was worth taking (or fitted): the best hit that fits, so a
-        -- hit never yields nothing; if none fits, the best hit alone, flagged.
+        -- No candidate was worth taking (or fitted): the best hit that fits (and
+        -- is not a scrap), so a hit never yields nothing; if none fits, the
+        -- best hit alone, flagged.
         SELECT ARRAY[n.id], ARRAY[n.document_id],
                ARRAY[CASE WHEN n.subtree_tokens <= max_tokens THEN 'hit'
                           ELSE 'over budget: the best hit alone is larger than max_tokens' END],
@@ -1305,6 +1389,7 @@ BEGIN
           INTO sel_ids, sel_docs, sel_why, over_budget
           FROM unnest(node_ids, document_ids, scores) AS h(id, doc, score)
           JOIN hrag.nodes n ON n.document_id = h.doc AND n.id = h.id
+         WHERE n.subtree_tokens >= min_tokens OR h.score >= best_score
          ORDER BY n.subtree_tokens > max_tokens, h.score DESC, n.id
          LIMIT 1;
         -- (the rare path: the climb again, for that node's count of hit children)
@@ -2149,7 +2234,17 @@ DECLARE
     term_row   record;
     baseline   real := 0;
 BEGIN
-    PERFORM hrag._check_query(query, filter);
+    IF query IS NOT NULL OR query_text IS NULL THEN
+        PERFORM hrag._check_query(query, filter);
+    ELSE
+        -- A question without its vector (from psql, say): the lexical channel
+        -- alone ranks the leaves by the question's terms.
+        IF filter IS NOT NULL AND jsonb_typeof(filter) <> 'object' THEN
+            RAISE EXCEPTION 'hrag: argument "filter" must be a JSON object, got a JSON %', jsonb_typeof(filter)
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        RAISE NOTICE 'hrag: no query vector: the leaves are ranked by the question''s terms alone (the lexical channel); pass the question''s embedding for semantic search';
+    END IF;
     PERFORM hrag._check_count(k, 'k');
     IF candidates IS NOT NULL THEN
         PERFORM hrag._check_count(candidates, 'candidates');
@@ -2164,7 +2259,7 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    IF lexical_weight > 0 THEN
+    IF lexical_weight > 0 OR query IS NULL THEN
         -- rarest first: a term joins the rare set while the set stays within rare_cap leaves
         FOR term_row IN SELECT * FROM hrag._term_weights(hrag.lexical_terms(query_text), collection) LOOP
             hashes := hashes || hrag.term_hash(term_row.term);
@@ -2176,13 +2271,17 @@ BEGIN
             END IF;
         END LOOP;
     END IF;
-    weight := CASE WHEN total > 0 THEN lexical_weight ELSE 0 END;
+    IF query IS NULL AND cardinality(rare) = 0 AND cardinality(hashes) > 0 THEN
+        rare := hashes[1:1];  -- only common terms: the rarest still finds leaves, rare_cap of them
+    END IF;
+    weight := CASE WHEN query IS NULL THEN 1 WHEN total > 0 THEN lexical_weight ELSE 0 END;
     -- Where similarity starts to mean something under the collection's
     -- model (hrag.collection_models.vector_baseline): E5-style models put
     -- unrelated texts near 0.8 (their baseline is 0.65), MiniLM near 0.1
     -- (its baseline is 0).  The fusion reads the similarity above it,
     -- rescaled to [0, 1], so one lexical weight and one budget-mode
-    -- sharpness serve models whose cosines live on different scales.
+    -- sharpness serve models whose cosines live on different scales.  Below
+    -- the baseline it reads 0, so every score is in [0, 1].
     SELECT coalesce(max(m.vector_baseline), 0) INTO baseline
       FROM hrag.collection_models m
      WHERE search_hybrid.collection IS NULL OR m.collection = search_hybrid.collection;
@@ -2191,6 +2290,7 @@ BEGIN
     WITH vector_hit AS (
         SELECT s.node_id, s.parent_id, s.document_id, s.score AS vector_score
           FROM hrag.search_leaves(query, candidates, collection, filter) AS s
+         WHERE query IS NOT NULL
     ),
     -- Leaves holding a rare term, through the GIN index (at most rare_cap rows).
     lexical_hit AS (
@@ -2241,7 +2341,7 @@ BEGIN
          WHERE NOT EXISTS (SELECT 1 FROM vector_hit v WHERE v.node_id = b.node_id)
     ),
     ranked AS (
-        SELECT p.*, ((1 - weight) * (p.vector_score - baseline) / (1 - baseline)
+        SELECT p.*, ((1 - weight) * coalesce(greatest(p.vector_score - baseline, 0) / (1 - baseline), 0)
                      + weight * p.lexical_score)::real AS combined
           FROM pool p
          ORDER BY combined DESC, p.node_id

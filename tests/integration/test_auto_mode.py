@@ -119,7 +119,9 @@ def test_the_part_that_replaces_a_parent_holds_its_best_hit_not_its_smallest_par
     assert any(answer in r.content for r in context.results), [r.content for r in context.results]
 
 
-def test_one_round_trip_when_everything_fits_and_the_candidates_once_more_when_not(hrag: HRAG) -> None:
+@pytest.mark.parametrize("retriever_cls", [ParentChildRetriever, AutoMergingRetriever])
+def test_a_context_under_a_budget_is_one_round_trip_whether_or_not_a_passage_is_replaced(
+        hrag: HRAG, retriever_cls: type) -> None:
     calls: list[str] = []
     original = hrag.repository._fetch
 
@@ -127,13 +129,15 @@ def test_one_round_trip_when_everything_fits_and_the_candidates_once_more_when_n
         calls.append(sql)
         return original(sql, params)
 
+    settings = {"max_parents": 1} if retriever_cls is ParentChildRetriever else {"top_k": 12}
     hrag.repository._fetch = counting  # type: ignore[method-assign]
     try:
-        ParentChildRetriever(hrag, collection="default", max_context_tokens=100_000).context(QUESTION)
-        assert len(calls) == 1
+        roomy = retriever_cls(hrag, collection="default", max_context_tokens=100_000, **settings).context(QUESTION)
+        assert len(calls) == 1 and not roomy.dropped
         calls.clear()
-        ParentChildRetriever(hrag, collection="default", max_parents=1, max_context_tokens=20).context(QUESTION)
-        assert len(calls) == 3 and "retrieve_hits" in calls[2], calls
+        tight = retriever_cls(hrag, collection="default", max_context_tokens=20, **settings).context(QUESTION)
+        assert tight.dropped and tight.total_tokens <= 20
+        assert len(calls) == 1 and "_fit_budget" in calls[0], calls
     finally:
         del hrag.repository._fetch
 

@@ -236,8 +236,11 @@ def test_a_section_half_of_whose_children_are_hit_is_still_merged_whole(conn: ps
     assert key_of[rows[0][0]] == "notes", "a merge: the section replaces its hit notes"
     assert {key_of[m] for m in rows[0][1]} == {"note0", "note1", "note2"}
 
-    # Valued only by what it adds, the section would lose to the notes one by one.
+    # Valued only by what it adds, the section would lose to the notes one by one (every passage
+    # worth its tokens here, so the weak member2 comes too: only the merge rule is compared).
     conn.execute("SET hrag.auto_merge_share = 1.01")
+    conn.execute("SET hrag.auto_token_cost = 0")
+    conn.execute("SET hrag.auto_passage_cost = 0")
     assert {key_of[r[0]] for r in conn.execute(sql, params)} == {"note0", "note1", "note2", "member2"}
 
 
@@ -280,3 +283,67 @@ def test_a_tuning_setting_that_is_not_a_number_is_refused_by_name(conn: psycopg.
     with pytest.raises(psycopg.errors.InvalidParameterValue,
                        match=r"setting hrag.auto_merge_share must be a number, got 'lots'"):
         conn.execute("SELECT * FROM hrag.retrieve_hits(%s, %s::real[], 400)", ([built.ids["note0"]], [0.8]))
+
+
+def test_a_narrow_question_gets_its_passage_not_a_full_budget_of_weaker_ones(conn: psycopg.Connection) -> None:
+    """One strong hit and twelve weak ones (a tenth of its evidence or less each): the budget is a ceiling.
+
+    Before revision 0026 the weak hits, and then the sections around them,
+    filled the 2,000 tokens; each is now worth less than its tokens cost.
+    """
+    built = insert_tree(conn, _manual(notes=12, note_tokens=60))
+    key_of = {v: k for k, v in built.ids.items()}
+    hits = {"member2": 0.80} | {f"note{i}": 0.55 - i * 0.01 for i in range(12)}
+    rows = conn.execute("SELECT node_id, token_count FROM hrag.retrieve_hits(%s, %s::real[], 2000)",
+                        ([built.ids[k] for k in hits], list(hits.values()))).fetchall()
+    assert [key_of[r[0]] for r in rows] == ["member2"]
+
+    # The same weak hits scored near the best are evidence, and a broad context is taken for them.
+    close = {"member2": 0.80} | {f"note{i}": 0.79 - i * 0.002 for i in range(12)}
+    rows = conn.execute("SELECT node_id, token_count FROM hrag.retrieve_hits(%s, %s::real[], 2000)",
+                        ([built.ids[k] for k in close], list(close.values()))).fetchall()
+    assert {key_of[r[0]] for r in rows} == {"member2", "notes"} and sum(r[1] for r in rows) > 700
+
+    # The old rule, a budget to fill, as settings.
+    conn.execute("SET hrag.auto_token_cost = 0")
+    conn.execute("SET hrag.auto_passage_cost = 0")
+    rows = conn.execute("SELECT node_id FROM hrag.retrieve_hits(%s, %s::real[], 2000)",
+                        ([built.ids[k] for k in hits], list(hits.values()))).fetchall()
+    assert len(rows) > 1
+
+
+def test_a_scrap_is_never_taken_but_the_best_hit_always_is(conn: psycopg.Connection) -> None:
+    """A one-word leaf ("or") hit second is left out; at a budget only it fits, the best hit comes flagged."""
+    root = Spec("doc", kind="document", children=[
+        Spec("answer", " ".join(["w"] * 40), {0: 1.0}, kind="paragraph"),
+        Spec("scrap", "or", {1: 1.0}, kind="paragraph"),
+        Spec("filler", "Other", kind="section", children=_leaves("other", 20, 100), tokens=1),
+    ])
+    built = insert_tree(conn, root)
+    key_of = {v: k for k, v in built.ids.items()}
+    hits = {"answer": 0.80, "scrap": 0.79}
+    sql = "SELECT node_id, reason FROM hrag.retrieve_hits(%s, %s::real[], %s)"
+    ids, scores = [built.ids[k] for k in hits], list(hits.values())
+    assert [key_of[r[0]] for r in conn.execute(sql, (ids, scores, 2000))] == ["answer"]
+    [(node, reason)] = conn.execute(sql, (ids, scores, 5)).fetchall()
+    assert key_of[node] == "answer" and reason.startswith("over budget")
+
+    # The best hit is never a scrap, however small.
+    assert [key_of[r[0]] for r in conn.execute(sql, (ids[::-1], scores, 2000))] == ["scrap", "answer"]
+
+
+def test_a_question_without_its_vector_is_answered_by_its_terms_and_says_so(conn: psycopg.Connection) -> None:
+    texts = ["Employees get twenty vacation days a year.", "Passwords rotate every ninety days.",
+             "Laptops are encrypted before they leave the office.", "Visitors sign in at the front desk."]
+    root = Spec("policy", kind="document", children=[
+        Spec(f"rule{i}", text, {i: 1.0}, kind="paragraph") for i, text in enumerate(texts)])
+    built = insert_tree(conn, root)
+    notices: list[str] = []
+    conn.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+    rows = conn.execute("SELECT node_id, content, score FROM hrag.retrieve(NULL, %s, 2000)",
+                        ("How many vacation days?",)).fetchall()
+    assert rows[0][0] == built.ids["rule0"] and all(0 <= r[2] <= 1 for r in rows)
+    assert any("no query vector" in n and "terms alone" in n for n in notices), notices
+
+    with pytest.raises(psycopg.errors.NullValueNotAllowed, match='argument "query" must not be NULL'):
+        conn.execute("SELECT * FROM hrag.retrieve(NULL, NULL, 2000)")
