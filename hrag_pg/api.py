@@ -263,8 +263,9 @@ class HRAG:
         ``failed`` (or raised with ``stop_on_error``) and never touches what
         is stored for the others.  ``bulk`` drops the vector index for the
         duration and rebuilds it once at the end (much faster for big
-        initial loads; searches meanwhile fall back to sequential scans);
-        bulk loads take a lock so two never run at once, and end with ANALYZE.
+        initial loads; searches of every collection meanwhile fall back to
+        sequential scans); bulk loads take a lock so two never run at once,
+        end with ANALYZE, and rebuild an index a killed bulk load left missing.
         ``on_file(path, index, total)`` is called before each file is parsed
         (the CLI's status line).
 

@@ -546,7 +546,9 @@ def ingest_cmd(
                                  help="Let a file replace the stored document of the same name although that one "
                                       "was ingested from another file that still exists (by default that file "
                                       "fails, naming both)."),
-    bulk: bool = typer.Option(False, "--bulk", help="Initial loads: drop the vector index, load, rebuild it once."),
+    bulk: bool = typer.Option(False, "--bulk",
+                              help="Initial loads: drop the vector index, load, rebuild it once (meanwhile every "
+                                   "query of the database, in any collection, scans without it)."),
     metadata_json: str = typer.Option(None, "--metadata",
                                       help='JSON object stored on every document written, e.g. \'{"lang": "ja"}\' '
                                            "(query --filter matches it)."),
