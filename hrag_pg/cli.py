@@ -13,7 +13,7 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar
@@ -163,6 +163,26 @@ def clear_errors(func: F) -> F:
 
 def print_json(payload: Any) -> None:
     sys.stdout.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
+
+
+def print_columns(headers: Sequence[str], rows: Sequence[Sequence[str]], *, right: Container[int] = ()) -> None:
+    """A table as aligned plain columns, every value whole and literal.
+
+    Never cut or wrapped to the terminal's width: what is shown (a source, a
+    collection) is what a user copies into the next command (`hrag delete`, `-c`).
+    """
+    from rich.cells import cell_len
+
+    widths = [max([cell_len(h)] + [cell_len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+
+    def line(values: Sequence[str]) -> str:
+        cells = [(" " * (w - cell_len(v)) + v) if i in right else (v + " " * (w - cell_len(v)))
+                 for i, (v, w) in enumerate(zip(values, widths, strict=True))]
+        return "  ".join(cells).rstrip()
+
+    console.print(Text(line(headers), style="bold"))
+    for r in rows:
+        console.print(Text(line(r)))
 
 
 def styled(*parts: str | tuple[str, str]) -> Text:
@@ -867,12 +887,9 @@ def sources_cmd(
     if not rows:
         console.print(styled(("no documents stored", "yellow")))
         return
-    from rich.table import Table
-
-    table = Table("source", "collection", "nodes", "updated")
-    for r in rows:
-        table.add_row(r.source, r.collection, str(r.nodes), r.updated_at.strftime("%Y-%m-%d %H:%M:%S %Z"))
-    console.print(table)
+    print_columns(["source", "collection", "nodes", "updated"],
+                  [[r.source, r.collection, f"{r.nodes:,}", r.updated_at.strftime("%Y-%m-%d %H:%M:%S %Z")]
+                   for r in rows], right={2})
     for name in sorted({r.collection for r in rows}):
         console.print(Text(f"collection {name}: model {_model_line(models.get(name))}"))
 
@@ -892,14 +909,10 @@ def stats_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON."))
     if as_json:
         print_json(stats)
         return
-    from rich.table import Table
-
-    table = Table("collection", "documents", "nodes", "embedded", "characters", "model")
-    for row in stats["collections"]:
-        model = row["model"]
-        table.add_row(Text(row["collection"]), str(row["documents"]), str(row["nodes"]), str(row["embedded"]),
-                      f"{row['characters']:,}", Text(model["model"] if model else "(not recorded)"))
-    console.print(table)
+    print_columns(["collection", "documents", "nodes", "embedded", "characters", "model"],
+                  [[row["collection"], f"{row['documents']:,}", f"{row['nodes']:,}", f"{row['embedded']:,}",
+                    f"{row['characters']:,}", row["model"]["model"] if row["model"] else "(not recorded)"]
+                   for row in stats["collections"]], right={1, 2, 3, 4})
     console.print(f"embedding dimension {stats['embedding_dim']}, {stats['total_bytes'] / 1e6:.1f} MB on disk")
 
 
