@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.text import Text
 from typer import _click as click  # typer vendors click: its exceptions and classes, not click's
 from typer._click import exceptions as click_exceptions
+from typer._click.core import ParameterSource
 from typer.core import TyperArgument, TyperGroup
 
 from . import __version__, defaults, limits
@@ -549,6 +550,7 @@ def _without_path(path: str, message: str) -> str:
 @app.command("ingest")
 @clear_errors
 def ingest_cmd(
+    ctx: typer.Context,
     paths: list[Path] = typer.Argument(..., help="Files or directories (Markdown, text, HTML, PDF, Python)."),
     collection: str = typer.Option("default", "--collection", "-c", help="Collection (namespace) to write into."),
     strategy: str | None = typer.Option(None, "--strategy", "-s",
@@ -599,7 +601,7 @@ def ingest_cmd(
         hrag ingest corpus/ -c big --bulk --json
         hrag ingest /usr/share/doc/manpages-ja -c ja --model e5
     """
-    from .ingest.loaders import file_type_of, iter_supported_files, nothing_to_ingest, unsupported_reason
+    from .ingest.loaders import STRATEGIES, file_type_of, iter_supported_files, nothing_to_ingest, unsupported_reason
     from .ingest.pipeline import IngestOptions
 
     if child == "qa":
@@ -612,6 +614,9 @@ def ingest_cmd(
                          f"({max_child_tokens}): the overlap is embedded with each piece")
     limits.check_count(max_parent_tokens, "--max-parent-tokens", maximum=limits.MAX_CHUNK_TOKENS)
     limits.check_count(window_tokens, "--window-tokens", maximum=limits.MAX_CHUNK_TOKENS)
+    if strategy is None or strategy in STRATEGIES:  # (an unknown one is refused below, naming the known ones)
+        _refuse_options_of_other_modes(ctx, "--strategy", strategy, strategy or "the one chosen by file type", {
+            "window_tokens": ("--window-tokens", ("window",))})
     if errors not in ("strict", "replace"):
         raise ValueError(f"--errors must be strict or replace, got {errors!r}")
     if not collection.strip():
@@ -692,6 +697,26 @@ def _chosen_mode(mode: str | None, max_tokens: int | None) -> str:
     return mode
 
 
+def _given(ctx: click.Context, param: str) -> bool:
+    """Whether the user typed this option (its value is not just the default)."""
+    return ctx.get_parameter_source(param) is ParameterSource.COMMANDLINE
+
+
+def _refuse_options_of_other_modes(ctx: click.Context, selector: str, chosen: str | None, in_use: str,
+                                   options: dict[str, tuple[str, tuple[str, ...]]]) -> None:
+    """An option typed for another mode (or strategy) than the one in use is a usage error naming both.
+
+    ``options`` maps a parameter to its option name and the modes it applies
+    to; ``selector`` is the option choosing the mode, ``chosen`` the mode in
+    use and ``in_use`` how to name it (a default says so).  An option left at
+    its default is never an error.
+    """
+    for param, (option, modes) in options.items():
+        if chosen not in modes and _given(ctx, param):
+            raise ValueError(f"{option} applies to {selector} {' or '.join(modes)} only, not {in_use}; "
+                             f"drop {option} or pass {selector} {modes[0]}")
+
+
 def _check_collection(hrag: Any, collection: str | None) -> None:
     """A query on a collection that does not exist is an error naming those that do."""
     if collection is None:
@@ -705,6 +730,7 @@ def _check_collection(hrag: Any, collection: str | None) -> None:
 @app.command("query")
 @clear_errors
 def query_cmd(
+    ctx: typer.Context,
     text: str = typer.Argument(..., help="The question."),
     mode: str | None = typer.Option(None, "--mode", "-m",
                              help="parent-child (small-to-big), auto-merge, or auto (the best context within "
@@ -744,7 +770,14 @@ def query_cmd(
     from .api import check_question
     from .retrievers import retriever_for
 
-    mode = _chosen_mode(mode, max_tokens)
+    chosen = _chosen_mode(mode, max_tokens)
+    in_use = chosen if mode is not None else \
+        f"{chosen} (the mode {'with --max-tokens' if max_tokens is not None else 'without --max-tokens'})"
+    _refuse_options_of_other_modes(ctx, "--mode", chosen, in_use, {
+        "max_parents": ("--max-parents", ("parent-child",)),
+        "merge_threshold": ("--merge-threshold", ("auto-merge",)),
+    })
+    mode = chosen
     check_question(text)
     if top_k is not None:
         limits.check_count(top_k, "--top-k")

@@ -245,6 +245,47 @@ def test_error_lines_are_not_wrapped_and_do_not_repeat_the_path(env: dict[str, s
     assert not result.stderr.startswith("\n")
 
 
+#: An option typed for another mode than the one in use: (args, what the one line must say).
+OTHER_MODE_OPTIONS = [
+    (("query", "x", "--mode", "auto-merge", "--max-parents", "2"),
+     "--max-parents applies to --mode parent-child only, not auto-merge; "
+     "drop --max-parents or pass --mode parent-child"),
+    (("query", "x", "--max-tokens", "500", "--max-parents", "2"),
+     "--max-parents applies to --mode parent-child only, not auto (the mode with --max-tokens)"),
+    (("query", "x", "--merge-threshold", "0.3"),
+     "--merge-threshold applies to --mode auto-merge only, not parent-child (the mode without --max-tokens)"),
+    (("query", "x", "-m", "auto", "--merge-threshold", "0.3"), "--merge-threshold applies to --mode auto-merge only"),
+    (("ingest", "README.md", "--window-tokens", "500"),
+     "--window-tokens applies to --strategy window only, not the one chosen by file type"),
+    (("ingest", "README.md", "-s", "headings", "--window-tokens", "500"),
+     "--window-tokens applies to --strategy window only, not headings"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), OTHER_MODE_OPTIONS, ids=[" ".join(a[0]) for a in OTHER_MODE_OPTIONS])
+def test_an_option_of_another_mode_is_a_usage_error_naming_the_modes_it_applies_to(
+        env: dict[str, str], monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], message: str) -> None:
+    monkeypatch.chdir(REPO)
+    loads = model_loads()
+    result = invoke(env, *args)
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: ") and message in line, line
+    assert model_loads() == loads
+
+
+@pytest.mark.parametrize("args", [
+    ("query", "x", "-m", "auto-merge"),  # --max-parents and --merge-threshold have defaults: not given, no error
+    ("query", "x", "-m", "parent-child", "--max-parents", "2"),
+    ("query", "x", "-m", "auto-merge", "--merge-threshold", "0.3"),
+    ("query", "x", "--max-tokens", "500"),
+])
+def test_options_of_the_mode_in_use_and_untyped_ones_are_accepted(env: dict[str, str], args: tuple[str, ...]) -> None:
+    result = invoke(env, *args, "-c", "nothere")  # gets as far as the collection (no model needed)
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    assert "no collection 'nothere'" in result.stderr
+
+
 # ------------------------------------------------------------------- 4. read-only roles
 
 
