@@ -143,23 +143,36 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def clear_errors(func: F) -> F:
-    """HragError: one line, exit 1; ValueError (bad arguments): one line, exit 2; Ctrl-C: exit 130."""
+    """HragError: one line, exit 1; ValueError (bad arguments): one line, exit 2; Ctrl-C: exit 130.
+
+    With ``--json`` the error is also printed as JSON on stdout, ``{"error": "..."}``,
+    so that a script reading stdout gets valid JSON whatever the outcome.
+    """
 
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        as_json = bool(kwargs.get("as_json"))
         try:
             return func(*args, **kwargs)
         except ValueError as exc:  # includes InvalidArgument: the caller's values are out of range
-            error_line(str(exc))
+            _fail(str(exc), as_json)
             raise typer.Exit(EXIT_USAGE) from None
         except HragError as exc:
-            error_line(str(exc))
+            _fail(str(exc), as_json)
             raise typer.Exit(EXIT_FAILURE) from None
         except KeyboardInterrupt:
             report_interrupt()
+            if as_json:
+                print_json({"error": "interrupted"})
             raise typer.Exit(EXIT_INTERRUPTED) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _fail(message: str, as_json: bool) -> None:
+    error_line(message)
+    if as_json:
+        print_json({"error": " ".join(message.split("\n")).strip()})
 
 
 def print_json(payload: Any) -> None:

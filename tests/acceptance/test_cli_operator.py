@@ -11,6 +11,7 @@ load it.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -284,6 +285,35 @@ def test_options_of_the_mode_in_use_and_untyped_ones_are_accepted(env: dict[str,
     result = invoke(env, *args, "-c", "nothere")  # gets as far as the collection (no model needed)
     assert result.exit_code == 1, (result.stdout, result.stderr)
     assert "no collection 'nothere'" in result.stderr
+
+
+#: Commands given --json that fail: (args, exit status, what the JSON error says).
+JSON_FAILURES = [
+    (("sources", "-c", "nothere"), 1, "no collection 'nothere' in this database"),
+    (("query", "x", "-c", "nothere"), 1, "no collection 'nothere' in this database"),
+    (("query", "x", "--top-k", "0"), 2, "--top-k must be between 1 and 1000, got 0"),
+    (("show", "00000000-0000-0000-0000-000000000000"), 1, "no node"),
+    (("reembed", "-c", "nothere", "--model", "minilm"), 1, "no collection 'nothere'"),
+    (("eval", "nothere.jsonl"), 2, "nothere.jsonl: no such file"),
+    (("ingest", "no/such/file.md"), 2, "no/such/file.md: no such file or directory"),
+]
+
+
+@pytest.mark.parametrize(("args", "code", "message"), JSON_FAILURES, ids=[" ".join(a[0]) for a in JSON_FAILURES])
+def test_a_json_command_that_fails_prints_a_json_error_and_exits_non_zero(
+        env: dict[str, str], monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], code: int, message: str) -> None:
+    monkeypatch.chdir(REPO)
+    result = invoke(env, *args, "--json")
+    assert result.exit_code == code, (result.stdout, result.stderr)
+    payload = json.loads(result.stdout)
+    assert list(payload) == ["error"] and message in payload["error"]
+    assert result.stderr == f"error: {payload['error']}\n"
+
+
+def test_sources_json_of_an_empty_database_is_an_empty_list(env: dict[str, str]) -> None:
+    result = invoke(env, "sources", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == []
 
 
 # ------------------------------------------------------------------- 4. read-only roles
