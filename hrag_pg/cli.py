@@ -542,9 +542,12 @@ def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
 def _progress_bar() -> Any:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    # Only on a terminal: redirected, a transient bar would leave a blank line on stderr.
+    # Only on a terminal: redirected, a transient bar would leave a blank line on stderr.  What
+    # a command prints meanwhile goes above the bar; stdout only when it is that terminal too
+    # (redirected, stdout must stay in its file, not be drawn on the bar's stderr).
     return Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=err_console, transient=True, disable=not err_console.is_terminal)
+                    TimeElapsedColumn(), console=err_console, transient=True, disable=not err_console.is_terminal,
+                    redirect_stdout=console.is_terminal)
 
 
 def _check_fraction(value: float | None, option: str, *, zero_allowed: bool) -> None:
@@ -649,6 +652,19 @@ def ingest_cmd(
                             overlap_tokens=overlap_tokens, max_parent_tokens=max_parent_tokens,
                             window_tokens=window_tokens, errors=errors)  # type: ignore[arg-type]
     metadata = _json_object(metadata_json, "--metadata")
+    # Each file's line as it finishes, also when stdout is a pipe.
+    failed: list[tuple[str, str]] = []
+
+    def on_done(path: Path, result: Any, error: str | None) -> None:
+        if result is not None:
+            if not as_json:
+                console.print(f"{result.status:9} {result.source}  ({_plural(result.nodes, 'node')}, "
+                              f"{result.embedded:,} embedded, {result.reused:,} reused)")
+        else:
+            failed.append((str(path), _in_cli_words(_without_path(str(path), error or ""))))
+            if not as_json:
+                err_console.print(styled(("failed", "red"), f"    {failed[-1][0]}: {failed[-1][1]}"), soft_wrap=True)
+
     with _progress_bar() as bar:
         opening = bar.add_task("opening the database", total=None)  # visible from the first second
         hrag = _open(model)
@@ -670,7 +686,8 @@ def ingest_cmd(
                 bar.remove_task(tasks.pop(stage))
 
         report = hrag.ingest(paths, collection=collection, options=options, progress=progress, force=force,
-                             bulk=bulk, metadata=metadata, source=source, on_file=on_file, replace=replace)
+                             bulk=bulk, metadata=metadata, source=source, on_file=on_file, replace=replace,
+                             on_done=on_done)
     recorded = hrag.collection_models(collection).get(collection)
     if as_json:
         print_json({
@@ -678,22 +695,23 @@ def ingest_cmd(
             "model": _model_json(recorded),
             "results": [r.model_dump(mode="json") for r in report.results],
             "skipped": [{"path": p, "reason": why} for p, why in report.skipped],
-            "failed": [{"path": p, "error": _without_path(p, why)} for p, why in report.failed],
+            "failed": [{"path": p, "error": why} for p, why in failed],
             "seconds": round(report.seconds, 3),
         })
     else:
-        for r in report.results:
-            console.print(f"{r.status:9} {r.source}  ({_plural(r.nodes, 'node')}, {r.embedded:,} embedded, "
-                          f"{r.reused:,} reused)")
         for p, why in report.skipped:
             console.print(styled(("skipped", "yellow"), f"   {p}: {why}"))
-        for p, why in report.failed:
-            err_console.print(styled(("failed", "red"), f"    {p}: {_without_path(p, why)}"), soft_wrap=True)
         console.print(f"{_plural(len(report.results), 'document')}, {_plural(report.nodes, 'node')}, "
                       f"{_plural(report.embedded, 'text')} embedded in {report.seconds:.1f}s"
-                      + (f" (model {recorded.name})" if recorded else ""))
+                      + (f" (model {recorded.name})" if recorded else "")
+                      + (f"; {_plural(len(failed), 'file')} failed" if failed else ""))
     if report.failed:
         raise typer.Exit(EXIT_FAILURE)
+
+
+def _in_cli_words(message: str) -> str:
+    """A library message with the Python argument it suggests named as the CLI option instead."""
+    return message.replace("errors='replace'", "--errors replace")
 
 
 # ------------------------------------------------------------------------ query

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
+import signal
 import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -568,6 +571,92 @@ def test_ctrl_c_inside_a_string_exec_under_python_m_still_exits_130(tmp_path: Pa
     done = subprocess.run([sys.executable, "-m", "interrupted_cli", "boom"], env=env, capture_output=True,
                           text=True, timeout=120, check=False)
     assert (done.returncode, done.stderr) == (130, "error: interrupted\n")
+
+
+# --------------------------------------------------- 11. ingest as it goes, and stopped
+
+
+@pytest.fixture
+def three_stored(db_url: str, weightless_model: Path, tmp_path: Path) -> list[Path]:
+    """Three files stored in collection ``ops`` (re-ingesting them needs no model: they are unchanged)."""
+    folder = tmp_path / "three"
+    folder.mkdir()
+    files = []
+    for i, word in enumerate(["pelicans", "herons", "storks"], start=1):
+        files.append(folder / f"{i}-{word}.md")
+        files[-1].write_text(f"# {word.title()}\n\n## Habitat\n\nWhere {word} live.\n", encoding="utf-8")
+    report = HRAG(db_url, embedder=TokenizerEmbedder(weightless_model)).ingest(files, collection="ops")
+    assert not report.failed and len(report.results) == 3
+    return files
+
+
+@contextmanager
+def source_locked(db_url: str, collection: str, source: str) -> Iterator[None]:
+    """Hold the lock every write of ``source`` takes first: an ingest reaching that file waits there."""
+    with psycopg.connect(db.libpq_url(db_url), autocommit=True) as conn:
+        key = f"hrag\x1f{collection}\x1f{source}"
+        conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
+        try:
+            yield
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
+
+
+def start_cli(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    """The real `hrag` in its own process, stdout and stderr pipes; Ctrl-C at its default (as in a terminal)."""
+    full = {**os.environ, **env, "PYTHONPATH": str(REPO), "COLUMNS": "80"}
+    return subprocess.Popen([sys.executable, "-m", "hrag_pg.cli", *args], env=full, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def first_line(proc: subprocess.Popen[str], timeout: float = 120) -> str:
+    assert proc.stdout is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        if not selector.select(timeout=timeout):
+            return ""
+    return proc.stdout.readline()
+
+
+def finish(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    try:
+        return proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def test_ingest_prints_each_file_as_it_finishes_when_stdout_is_a_pipe(
+        env: dict[str, str], db_url: str, three_stored: list[Path]) -> None:
+    with source_locked(db_url, "ops", three_stored[1].name):
+        proc = start_cli(env, "ingest", *map(str, three_stored), "-c", "ops")
+        try:
+            line = first_line(proc)  # printed while the second file waits for its lock
+            assert proc.poll() is None
+        except BaseException:
+            finish(proc)
+            raise
+    assert line.startswith("unchanged 1-pelicans.md "), (line, finish(proc))
+    stdout, stderr = finish(proc)
+    assert proc.returncode == 0, stderr
+    assert [row.split()[:2] for row in stdout.splitlines()[:2]] == [["unchanged", "2-herons.md"],
+                                                                  ["unchanged", "3-storks.md"]]
+
+
+def test_ingest_totals_count_the_failed_files_and_failures_name_the_cli_option(
+        env: dict[str, str], three_stored: list[Path]) -> None:
+    bad = three_stored[0].parent / "4-latin1.md"
+    bad.write_bytes("# Caf\xe9\n\nno UTF-8 here\n".encode("latin-1"))
+    result = invoke(env, "ingest", str(three_stored[0]), str(bad), "-c", "ops")
+    assert result.exit_code == 1, result.output
+    assert result.stdout.splitlines()[-1].endswith("; 1 file failed"), result.stdout
+    assert "1 document, " in result.stdout
+    (failed,) = [line for line in result.stderr.splitlines() if line.startswith("failed")]
+    assert failed.endswith("convert the file to UTF-8 or ingest it with --errors replace"), failed
+    as_json = json.loads(invoke(env, "ingest", str(bad), str(three_stored[0]), "-c", "ops", "--json").stdout)
+    assert as_json["failed"][0]["error"].endswith("ingest it with --errors replace")
 
 
 # ----------------------------------------------------------------------- 10. help
