@@ -270,7 +270,7 @@ class HRAG:
         ``on_file(path, index, total)`` is called before each file is parsed
         (the CLI's status line), ``on_done(path, result, error)`` after it is
         written (``error`` None) or has failed (``result`` None): the CLI's
-        per-file lines.
+        per-file lines, and what it reports when interrupted.
 
         Source names do not depend on the current directory (see
         :mod:`hrag_pg.ingest.sources`): a file is named by its file name, a

@@ -61,8 +61,8 @@ def error_line(message: str) -> None:
     err_console.print(Text.assemble(("error:", "bold red"), " ", one_line), soft_wrap=True)
 
 
-def report_interrupt() -> None:
-    """Say "interrupted", and make sure the exit status that follows is 130, not a death by SIGINT.
+def report_interrupt(detail: str | None = None) -> None:
+    """Say "interrupted" (and ``detail``), and make sure the exit status that follows is 130, not a death by SIGINT.
 
     CPython flags a KeyboardInterrupt that ends a *string* ``exec``/``eval``
     as unhandled, even when a caller catches it, and under ``python -m``
@@ -73,7 +73,7 @@ def report_interrupt() -> None:
     the interrupt just handled; it runs only after one was caught.
     """
     exec("pass", {})  # a constant string: resets the unhandled-interrupt flag
-    error_line("interrupted")
+    error_line("interrupted" + (f": {detail}" if detail else ""))
 
 
 def _dash_hint(exc: click_exceptions.UsageError, path: str) -> str:
@@ -652,11 +652,16 @@ def ingest_cmd(
                             overlap_tokens=overlap_tokens, max_parent_tokens=max_parent_tokens,
                             window_tokens=window_tokens, errors=errors)  # type: ignore[arg-type]
     metadata = _json_object(metadata_json, "--metadata")
-    # Each file's line as it finishes, also when stdout is a pipe.
+    # What is done so far, file by file: printed as each file finishes (also when stdout is
+    # a pipe), and counted when Ctrl-C stops the run (each document is its own transaction).
+    done: list[Any] = []
     failed: list[tuple[str, str]] = []
+    now: dict[str, Any] = {"path": None, "total": len(readable)}
 
     def on_done(path: Path, result: Any, error: str | None) -> None:
+        now["path"] = None
         if result is not None:
+            done.append(result)
             if not as_json:
                 console.print(f"{result.status:9} {result.source}  ({_plural(result.nodes, 'node')}, "
                               f"{result.embedded:,} embedded, {result.reused:,} reused)")
@@ -665,29 +670,43 @@ def ingest_cmd(
             if not as_json:
                 err_console.print(styled(("failed", "red"), f"    {failed[-1][0]}: {failed[-1][1]}"), soft_wrap=True)
 
-    with _progress_bar() as bar:
-        opening = bar.add_task("opening the database", total=None)  # visible from the first second
-        hrag = _open(model)
-        bar.remove_task(opening)
-        tasks: dict[str, Any] = {}
+    hrag = None
+    try:
+        with _progress_bar() as bar:
+            opening = bar.add_task("opening the database", total=None)  # visible from the first second
+            hrag = _open(model)
+            bar.remove_task(opening)
+            tasks: dict[str, Any] = {}
 
-        def on_file(path: Path, index: int, total: int) -> None:
-            if "files" not in tasks:
-                tasks["files"] = bar.add_task("files", total=total)
-            bar.update(tasks["files"], description=f"reading {path}", completed=index - 1, total=total)
-            bar.refresh()
+            def on_file(path: Path, index: int, total: int) -> None:
+                now.update(path=path, total=total)
+                if "files" not in tasks:
+                    tasks["files"] = bar.add_task("files", total=total)
+                bar.update(tasks["files"], description=f"reading {path}", completed=index - 1, total=total)
+                bar.refresh()
 
-        def progress(stage: str, done: int, total: int) -> None:
-            label = {"files": "files", "embed": "embedding", "write": "writing"}.get(stage, stage)
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(label, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-            if stage != "files" and done >= total:
-                bar.remove_task(tasks.pop(stage))
+            def progress(stage: str, done: int, total: int) -> None:
+                label = {"files": "files", "embed": "embedding", "write": "writing"}.get(stage, stage)
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(label, total=total)
+                bar.update(tasks[stage], completed=done, total=total)
+                if stage != "files" and done >= total:
+                    bar.remove_task(tasks.pop(stage))
 
-        report = hrag.ingest(paths, collection=collection, options=options, progress=progress, force=force,
-                             bulk=bulk, metadata=metadata, source=source, on_file=on_file, replace=replace,
-                             on_done=on_done)
+            report = hrag.ingest(paths, collection=collection, options=options, progress=progress, force=force,
+                                 bulk=bulk, metadata=metadata, source=source, on_file=on_file, replace=replace,
+                                 on_done=on_done)
+    except KeyboardInterrupt:
+        stopped_in = now["path"]
+        not_started = max(now["total"] - len(done) - len(failed) - (stopped_in is not None), 0)
+        index_gone = bulk and hrag is not None and hrag.repository.vector_index_state(default="valid") != "valid"
+        report_interrupt(_interrupted(done, failed, stopped_in, not_started, index_gone))
+        if as_json:
+            print_json({"collection": collection, "results": [r.model_dump(mode="json") for r in done],
+                        "failed": [{"path": p, "error": why} for p, why in failed],
+                        "interrupted": {"not_written": None if stopped_in is None else str(stopped_in),
+                                        "not_started": not_started, "vector_index_missing": index_gone}})
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     recorded = hrag.collection_models(collection).get(collection)
     if as_json:
         print_json({
@@ -712,6 +731,24 @@ def ingest_cmd(
 def _in_cli_words(message: str) -> str:
     """A library message with the Python argument it suggests named as the CLI option instead."""
     return message.replace("errors='replace'", "--errors replace")
+
+
+def _interrupted(done: list[Any], failed: list[tuple[str, str]], stopped_in: Path | None, not_started: int,
+                 index_gone: bool) -> str:
+    """What an interrupted ingest leaves: what was written (kept: one transaction per document) and what was not."""
+    unchanged = sum(r.status == "unchanged" for r in done)
+    parts = [f"{_plural(len(done) - unchanged, 'document')} written"
+             + (f" and {unchanged:,} unchanged" if unchanged else "") + " (kept)"]
+    if failed:
+        parts.append(f"{_plural(len(failed), 'file')} failed")
+    if stopped_in is not None:
+        parts.append(f"{stopped_in} not written")
+    parts.append(f"{_plural(not_started, 'file')} not started")
+    advice = "run the same command again to ingest the rest"
+    if index_gone:
+        advice += ("; the vector index was not rebuilt (searches scan every row): `hrag check --repair` "
+                   "or the next `hrag ingest --bulk` builds it")
+    return ", ".join(parts) + f"; {advice}"
 
 
 # ------------------------------------------------------------------------ query

@@ -47,6 +47,7 @@ from .errors import (
     ConfigurationError,
     ConnectionLost,
     EmbeddingError,
+    HragError,
     IngestError,
     InvalidArgument,
     SchemaError,
@@ -492,6 +493,20 @@ class Repository:
                 lock.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": BULK_LOCK_KEY})
                 lock.commit()
             lock.close()
+
+    def vector_index_state(self, *, default: str | None = None) -> str:
+        """valid, invalid (an interrupted build) or missing (a bulk load killed before its rebuild).
+
+        With ``default``, that is the answer when the database cannot be asked
+        (a connection lost, say) instead of an exception.
+        """
+        try:
+            with self._reading() as conn:
+                return str(conn.execute(sa.text("SELECT hrag._vector_index_state()")).scalar_one())
+        except (sa.exc.SQLAlchemyError, HragError):
+            if default is None:
+                raise
+            return default
 
     def delete_source(self, source: str, collection: str = "default") -> bool:
         """Delete a document and its whole tree; False if there was none."""

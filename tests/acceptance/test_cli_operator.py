@@ -17,6 +17,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -550,7 +551,9 @@ def test_ctrl_c_during_ingest_exits_130_with_one_line(tmp_path: Path, db_url: st
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == 130, stderr
-    assert "Traceback" not in stderr and stderr.strip().splitlines()[-1] == "error: interrupted"
+    last = stderr.strip().splitlines()[-1]
+    # (what was written and what not, once the command runs; "interrupted" alone if the imports were still going)
+    assert "Traceback" not in stderr and (last == "error: interrupted" or last.startswith("error: interrupted: "))
 
 
 @pytest.mark.parametrize("where", ["a string exec", "plain code"])
@@ -643,6 +646,75 @@ def test_ingest_prints_each_file_as_it_finishes_when_stdout_is_a_pipe(
     assert proc.returncode == 0, stderr
     assert [row.split()[:2] for row in stdout.splitlines()[:2]] == [["unchanged", "2-herons.md"],
                                                                   ["unchanged", "3-storks.md"]]
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_ctrl_c_during_ingest_says_how_many_documents_were_written_and_how_many_not_started(
+        env: dict[str, str], db_url: str, three_stored: list[Path], as_json: bool) -> None:
+    with source_locked(db_url, "ops", three_stored[1].name):
+        proc = start_cli(env, "ingest", *map(str, three_stored), "-c", "ops", "--force",
+                         *(["--json"] if as_json else []))
+        try:
+            if not as_json:
+                assert first_line(proc).startswith("updated   1-pelicans.md ")
+            wait_for_lock_waiter(db_url)  # the ingest is at the second file
+            proc.send_signal(signal.SIGINT)
+            stdout, stderr = finish(proc)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert stderr.splitlines()[-1] == (
+        f"error: interrupted: 1 document written (kept), {three_stored[1]} not written, 1 file not started; "
+        "run the same command again to ingest the rest")
+    if as_json:
+        payload = json.loads(stdout)
+        assert [r["source"] for r in payload["results"]] == ["1-pelicans.md"]
+        assert payload["interrupted"] == {"not_written": str(three_stored[1]), "not_started": 1,
+                                          "vector_index_missing": False}
+    with psycopg.connect(db.libpq_url(db_url)) as conn:
+        assert conn.execute("SELECT count(*) FROM hrag.documents WHERE collection = 'ops'").fetchone()[0] == 3
+
+
+def wait_for_lock_waiter(db_url: str, timeout: float = 120, locktype: str = "advisory") -> None:
+    """Until some session waits for a lock of ``locktype`` (an advisory one: the ingest reached the locked file)."""
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(db.libpq_url(db_url), autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            if conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = %s AND NOT granted",
+                            (locktype,)).fetchone()[0]:
+                return
+            time.sleep(0.1)
+    raise AssertionError(f"nobody waited for a {locktype} lock")
+
+
+def test_ctrl_c_that_stops_the_index_rebuild_of_a_bulk_ingest_says_the_index_is_missing_and_how_to_build_it(
+        env: dict[str, str], db_url: str, three_stored: list[Path]) -> None:
+    with source_locked(db_url, "ops", three_stored[1].name), \
+            psycopg.connect(db.libpq_url(db_url)) as writer:
+        proc = start_cli(env, "ingest", *map(str, three_stored), "-c", "ops", "--force", "--bulk")
+        try:
+            wait_for_lock_waiter(db_url)  # the index is dropped and the ingest is at the second file
+            # a writer in an open transaction: the rebuild (CREATE INDEX) has to wait for it
+            writer.execute("LOCK TABLE hrag.nodes IN ROW EXCLUSIVE MODE")
+            proc.send_signal(signal.SIGINT)
+            wait_for_lock_waiter(db_url, locktype="relation")  # the rebuild waits
+            proc.send_signal(signal.SIGINT)  # a second Ctrl-C: an impatient operator stops the rebuild too
+            _, stderr = finish(proc)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        writer.rollback()
+    assert proc.returncode == 130, stderr
+    assert stderr.splitlines()[-1].endswith(
+        "; the vector index was not rebuilt (searches scan every row): `hrag check --repair` "
+        "or the next `hrag ingest --bulk` builds it"), stderr
+    assert "1 document written (kept)" in stderr
+    with psycopg.connect(db.libpq_url(db_url)) as conn:
+        assert conn.execute("SELECT hrag._vector_index_state()").fetchone()[0] == "missing"
 
 
 def test_ingest_totals_count_the_failed_files_and_failures_name_the_cli_option(
