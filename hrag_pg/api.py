@@ -256,6 +256,7 @@ class HRAG:
         source: str | None = None,
         on_file: Callable[[Path, int, int], None] | None = None,
         replace: bool = False,
+        on_done: Callable[[Path, IngestResult | None, str | None], None] | None = None,
     ) -> IngestReport:
         """Ingest files and directories; unsupported files are skipped and reported.
 
@@ -263,10 +264,13 @@ class HRAG:
         ``failed`` (or raised with ``stop_on_error``) and never touches what
         is stored for the others.  ``bulk`` drops the vector index for the
         duration and rebuilds it once at the end (much faster for big
-        initial loads; searches meanwhile fall back to sequential scans);
-        bulk loads take a lock so two never run at once, and end with ANALYZE.
+        initial loads; searches of every collection meanwhile fall back to
+        sequential scans); bulk loads take a lock so two never run at once,
+        end with ANALYZE, and rebuild an index a killed bulk load left missing.
         ``on_file(path, index, total)`` is called before each file is parsed
-        (the CLI's status line).
+        (the CLI's status line), ``on_done(path, result, error)`` after it is
+        written (``error`` None) or has failed (``result`` None): the CLI's
+        per-file lines, and what it reports when interrupted.
 
         Source names do not depend on the current directory (see
         :mod:`hrag_pg.ingest.sources`): a file is named by its file name, a
@@ -304,7 +308,7 @@ class HRAG:
         stored_from = {} if replace else stored
         with self.repository.vector_index_suspended() if bulk else contextlib.nullcontext():
             self._ingest_files(files, report, collection, embedder, options, progress, question_generator,
-                               stop_on_error, force, user_metadata, on_file, stored_from)
+                               stop_on_error, force, user_metadata, on_file, stored_from, on_done)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -313,7 +317,8 @@ class HRAG:
                       question_generator: QuestionGenerator | None, stop_on_error: bool, force: bool,
                       metadata: dict[str, Any],
                       on_file: Callable[[Path, int, int], None] | None = None,
-                      stored_from: dict[str, str] | None = None) -> None:
+                      stored_from: dict[str, str] | None = None,
+                      on_done: Callable[[Path, IngestResult | None, str | None], None] | None = None) -> None:
         for index, (path, name) in enumerate(files, start=1):
             if on_file:
                 on_file(path, index, len(files))
@@ -321,12 +326,18 @@ class HRAG:
                 file_path = str(path.resolve())
                 _refuse_replacing_another_file(path, file_path, name, collection, (stored_from or {}).get(name))
                 tree = _load_file(path, name, options)
-                report.results.append(self._write_tree(tree, collection, embedder, options, progress,
-                                                       question_generator, force, metadata))
+                result = self._write_tree(tree, collection, embedder, options, progress, question_generator,
+                                          force, metadata)
             except HragError as exc:
                 if stop_on_error:
                     raise
                 report.failed.append((str(path), str(exc)))
+                if on_done:
+                    on_done(path, None, str(exc))
+            else:
+                report.results.append(result)
+                if on_done:
+                    on_done(path, result, None)
             if progress:
                 progress("files", index, len(files))
 

@@ -13,7 +13,7 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.text import Text
 from typer import _click as click  # typer vendors click: its exceptions and classes, not click's
 from typer._click import exceptions as click_exceptions
+from typer._click.core import ParameterSource
 from typer.core import TyperArgument, TyperGroup
 
 from . import __version__, defaults, limits
@@ -60,8 +61,8 @@ def error_line(message: str) -> None:
     err_console.print(Text.assemble(("error:", "bold red"), " ", one_line), soft_wrap=True)
 
 
-def report_interrupt() -> None:
-    """Say "interrupted", and make sure the exit status that follows is 130, not a death by SIGINT.
+def report_interrupt(detail: str | None = None) -> None:
+    """Say "interrupted" (and ``detail``), and make sure the exit status that follows is 130, not a death by SIGINT.
 
     CPython flags a KeyboardInterrupt that ends a *string* ``exec``/``eval``
     as unhandled, even when a caller catches it, and under ``python -m``
@@ -72,7 +73,7 @@ def report_interrupt() -> None:
     the interrupt just handled; it runs only after one was caught.
     """
     exec("pass", {})  # a constant string: resets the unhandled-interrupt flag
-    error_line("interrupted")
+    error_line("interrupted" + (f": {detail}" if detail else ""))
 
 
 def _dash_hint(exc: click_exceptions.UsageError, path: str) -> str:
@@ -142,27 +143,60 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def clear_errors(func: F) -> F:
-    """HragError: one line, exit 1; ValueError (bad arguments): one line, exit 2; Ctrl-C: exit 130."""
+    """HragError: one line, exit 1; ValueError (bad arguments): one line, exit 2; Ctrl-C: exit 130.
+
+    With ``--json`` the error is also printed as JSON on stdout, ``{"error": "..."}``,
+    so that a script reading stdout gets valid JSON whatever the outcome.
+    """
 
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        as_json = bool(kwargs.get("as_json"))
         try:
             return func(*args, **kwargs)
         except ValueError as exc:  # includes InvalidArgument: the caller's values are out of range
-            error_line(str(exc))
+            _fail(str(exc), as_json)
             raise typer.Exit(EXIT_USAGE) from None
         except HragError as exc:
-            error_line(str(exc))
+            _fail(str(exc), as_json)
             raise typer.Exit(EXIT_FAILURE) from None
         except KeyboardInterrupt:
             report_interrupt()
+            if as_json:
+                print_json({"error": "interrupted"})
             raise typer.Exit(EXIT_INTERRUPTED) from None
 
     return wrapper  # type: ignore[return-value]
 
 
+def _fail(message: str, as_json: bool) -> None:
+    error_line(message)
+    if as_json:
+        print_json({"error": " ".join(message.split("\n")).strip()})
+
+
 def print_json(payload: Any) -> None:
     sys.stdout.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
+
+
+def print_columns(headers: Sequence[str], rows: Sequence[Sequence[str]], *, right: Container[int] = ()) -> None:
+    """A table as aligned plain columns, every value whole and literal.
+
+    Never cut or wrapped to the terminal's width: what is shown (a source, a
+    collection) is what a user copies into the next command (`hrag delete`, `-c`).
+    """
+    from rich.cells import cell_len
+
+    widths = [max([cell_len(h)] + [cell_len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+
+    def line(values: Sequence[str]) -> str:
+        cells = [(" " * (w - cell_len(v)) + v) if i in right else (v + " " * (w - cell_len(v)))
+                 for i, (v, w) in enumerate(zip(values, widths, strict=True))]
+        return "  ".join(cells).rstrip()
+
+    console.print(Text(line(headers), style="bold"))
+    for r in rows:
+        console.print(Text(line(r)))
 
 
 def styled(*parts: str | tuple[str, str]) -> Text:
@@ -508,9 +542,12 @@ def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
 def _progress_bar() -> Any:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    # Only on a terminal: redirected, a transient bar would leave a blank line on stderr.
+    # Only on a terminal: redirected, a transient bar would leave a blank line on stderr.  What
+    # a command prints meanwhile goes above the bar; stdout only when it is that terminal too
+    # (redirected, stdout must stay in its file, not be drawn on the bar's stderr).
     return Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=err_console, transient=True, disable=not err_console.is_terminal)
+                    TimeElapsedColumn(), console=err_console, transient=True, disable=not err_console.is_terminal,
+                    redirect_stdout=console.is_terminal)
 
 
 def _check_fraction(value: float | None, option: str, *, zero_allowed: bool) -> None:
@@ -529,6 +566,7 @@ def _without_path(path: str, message: str) -> str:
 @app.command("ingest")
 @clear_errors
 def ingest_cmd(
+    ctx: typer.Context,
     paths: list[Path] = typer.Argument(..., help="Files or directories (Markdown, text, HTML, PDF, Python)."),
     collection: str = typer.Option("default", "--collection", "-c", help="Collection (namespace) to write into."),
     strategy: str | None = typer.Option(None, "--strategy", "-s",
@@ -546,7 +584,9 @@ def ingest_cmd(
                                  help="Let a file replace the stored document of the same name although that one "
                                       "was ingested from another file that still exists (by default that file "
                                       "fails, naming both)."),
-    bulk: bool = typer.Option(False, "--bulk", help="Initial loads: drop the vector index, load, rebuild it once."),
+    bulk: bool = typer.Option(False, "--bulk",
+                              help="Initial loads: drop the vector index, load, rebuild it once (meanwhile every "
+                                   "query of the database, in any collection, scans without it)."),
     metadata_json: str = typer.Option(None, "--metadata",
                                       help='JSON object stored on every document written, e.g. \'{"lang": "ja"}\' '
                                            "(query --filter matches it)."),
@@ -577,7 +617,7 @@ def ingest_cmd(
         hrag ingest corpus/ -c big --bulk --json
         hrag ingest /usr/share/doc/manpages-ja -c ja --model e5
     """
-    from .ingest.loaders import file_type_of, iter_supported_files, nothing_to_ingest, unsupported_reason
+    from .ingest.loaders import STRATEGIES, file_type_of, iter_supported_files, nothing_to_ingest, unsupported_reason
     from .ingest.pipeline import IngestOptions
 
     if child == "qa":
@@ -590,6 +630,9 @@ def ingest_cmd(
                          f"({max_child_tokens}): the overlap is embedded with each piece")
     limits.check_count(max_parent_tokens, "--max-parent-tokens", maximum=limits.MAX_CHUNK_TOKENS)
     limits.check_count(window_tokens, "--window-tokens", maximum=limits.MAX_CHUNK_TOKENS)
+    if strategy is None or strategy in STRATEGIES:  # (an unknown one is refused below, naming the known ones)
+        _refuse_options_of_other_modes(ctx, "--strategy", strategy, strategy or "the one chosen by file type", {
+            "window_tokens": ("--window-tokens", ("window",))})
     if errors not in ("strict", "replace"):
         raise ValueError(f"--errors must be strict or replace, got {errors!r}")
     if not collection.strip():
@@ -609,28 +652,61 @@ def ingest_cmd(
                             overlap_tokens=overlap_tokens, max_parent_tokens=max_parent_tokens,
                             window_tokens=window_tokens, errors=errors)  # type: ignore[arg-type]
     metadata = _json_object(metadata_json, "--metadata")
-    with _progress_bar() as bar:
-        opening = bar.add_task("opening the database", total=None)  # visible from the first second
-        hrag = _open(model)
-        bar.remove_task(opening)
-        tasks: dict[str, Any] = {}
+    # What is done so far, file by file: printed as each file finishes (also when stdout is
+    # a pipe), and counted when Ctrl-C stops the run (each document is its own transaction).
+    done: list[Any] = []
+    failed: list[tuple[str, str]] = []
+    now: dict[str, Any] = {"path": None, "total": len(readable)}
 
-        def on_file(path: Path, index: int, total: int) -> None:
-            if "files" not in tasks:
-                tasks["files"] = bar.add_task("files", total=total)
-            bar.update(tasks["files"], description=f"reading {path}", completed=index - 1, total=total)
-            bar.refresh()
+    def on_done(path: Path, result: Any, error: str | None) -> None:
+        now["path"] = None
+        if result is not None:
+            done.append(result)
+            if not as_json:
+                console.print(f"{result.status:9} {result.source}  ({_plural(result.nodes, 'node')}, "
+                              f"{result.embedded:,} embedded, {result.reused:,} reused)")
+        else:
+            failed.append((str(path), _in_cli_words(_without_path(str(path), error or ""))))
+            if not as_json:
+                err_console.print(styled(("failed", "red"), f"    {failed[-1][0]}: {failed[-1][1]}"), soft_wrap=True)
 
-        def progress(stage: str, done: int, total: int) -> None:
-            label = {"files": "files", "embed": "embedding", "write": "writing"}.get(stage, stage)
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(label, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-            if stage != "files" and done >= total:
-                bar.remove_task(tasks.pop(stage))
+    hrag = None
+    try:
+        with _progress_bar() as bar:
+            opening = bar.add_task("opening the database", total=None)  # visible from the first second
+            hrag = _open(model)
+            bar.remove_task(opening)
+            tasks: dict[str, Any] = {}
 
-        report = hrag.ingest(paths, collection=collection, options=options, progress=progress, force=force,
-                             bulk=bulk, metadata=metadata, source=source, on_file=on_file, replace=replace)
+            def on_file(path: Path, index: int, total: int) -> None:
+                now.update(path=path, total=total)
+                if "files" not in tasks:
+                    tasks["files"] = bar.add_task("files", total=total)
+                bar.update(tasks["files"], description=f"reading {path}", completed=index - 1, total=total)
+                bar.refresh()
+
+            def progress(stage: str, done: int, total: int) -> None:
+                label = {"files": "files", "embed": "embedding", "write": "writing"}.get(stage, stage)
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(label, total=total)
+                bar.update(tasks[stage], completed=done, total=total)
+                if stage != "files" and done >= total:
+                    bar.remove_task(tasks.pop(stage))
+
+            report = hrag.ingest(paths, collection=collection, options=options, progress=progress, force=force,
+                                 bulk=bulk, metadata=metadata, source=source, on_file=on_file, replace=replace,
+                                 on_done=on_done)
+    except KeyboardInterrupt:
+        stopped_in = now["path"]
+        not_started = max(now["total"] - len(done) - len(failed) - (stopped_in is not None), 0)
+        index_gone = bulk and hrag is not None and hrag.repository.vector_index_state(default="valid") != "valid"
+        report_interrupt(_interrupted(done, failed, stopped_in, not_started, index_gone))
+        if as_json:
+            print_json({"collection": collection, "results": [r.model_dump(mode="json") for r in done],
+                        "failed": [{"path": p, "error": why} for p, why in failed],
+                        "interrupted": {"not_written": None if stopped_in is None else str(stopped_in),
+                                        "not_started": not_started, "vector_index_missing": index_gone}})
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     recorded = hrag.collection_models(collection).get(collection)
     if as_json:
         print_json({
@@ -638,22 +714,41 @@ def ingest_cmd(
             "model": _model_json(recorded),
             "results": [r.model_dump(mode="json") for r in report.results],
             "skipped": [{"path": p, "reason": why} for p, why in report.skipped],
-            "failed": [{"path": p, "error": _without_path(p, why)} for p, why in report.failed],
+            "failed": [{"path": p, "error": why} for p, why in failed],
             "seconds": round(report.seconds, 3),
         })
     else:
-        for r in report.results:
-            console.print(f"{r.status:9} {r.source}  ({_plural(r.nodes, 'node')}, {r.embedded:,} embedded, "
-                          f"{r.reused:,} reused)")
         for p, why in report.skipped:
             console.print(styled(("skipped", "yellow"), f"   {p}: {why}"))
-        for p, why in report.failed:
-            err_console.print(styled(("failed", "red"), f"    {p}: {_without_path(p, why)}"), soft_wrap=True)
         console.print(f"{_plural(len(report.results), 'document')}, {_plural(report.nodes, 'node')}, "
                       f"{_plural(report.embedded, 'text')} embedded in {report.seconds:.1f}s"
-                      + (f" (model {recorded.name})" if recorded else ""))
+                      + (f" (model {recorded.name})" if recorded else "")
+                      + (f"; {_plural(len(failed), 'file')} failed" if failed else ""))
     if report.failed:
         raise typer.Exit(EXIT_FAILURE)
+
+
+def _in_cli_words(message: str) -> str:
+    """A library message with the Python argument it suggests named as the CLI option instead."""
+    return message.replace("errors='replace'", "--errors replace")
+
+
+def _interrupted(done: list[Any], failed: list[tuple[str, str]], stopped_in: Path | None, not_started: int,
+                 index_gone: bool) -> str:
+    """What an interrupted ingest leaves: what was written (kept: one transaction per document) and what was not."""
+    unchanged = sum(r.status == "unchanged" for r in done)
+    parts = [f"{_plural(len(done) - unchanged, 'document')} written"
+             + (f" and {unchanged:,} unchanged" if unchanged else "") + " (kept)"]
+    if failed:
+        parts.append(f"{_plural(len(failed), 'file')} failed")
+    if stopped_in is not None:
+        parts.append(f"{stopped_in} not written")
+    parts.append(f"{_plural(not_started, 'file')} not started")
+    advice = "run the same command again to ingest the rest"
+    if index_gone:
+        advice += ("; the vector index was not rebuilt (searches scan every row): `hrag check --repair` "
+                   "or the next `hrag ingest --bulk` builds it")
+    return ", ".join(parts) + f"; {advice}"
 
 
 # ------------------------------------------------------------------------ query
@@ -670,6 +765,26 @@ def _chosen_mode(mode: str | None, max_tokens: int | None) -> str:
     return mode
 
 
+def _given(ctx: click.Context, param: str) -> bool:
+    """Whether the user typed this option (its value is not just the default)."""
+    return ctx.get_parameter_source(param) is ParameterSource.COMMANDLINE
+
+
+def _refuse_options_of_other_modes(ctx: click.Context, selector: str, chosen: str | None, in_use: str,
+                                   options: dict[str, tuple[str, tuple[str, ...]]]) -> None:
+    """An option typed for another mode (or strategy) than the one in use is a usage error naming both.
+
+    ``options`` maps a parameter to its option name and the modes it applies
+    to; ``selector`` is the option choosing the mode, ``chosen`` the mode in
+    use and ``in_use`` how to name it (a default says so).  An option left at
+    its default is never an error.
+    """
+    for param, (option, modes) in options.items():
+        if chosen not in modes and _given(ctx, param):
+            raise ValueError(f"{option} applies to {selector} {' or '.join(modes)} only, not {in_use}; "
+                             f"drop {option} or pass {selector} {modes[0]}")
+
+
 def _check_collection(hrag: Any, collection: str | None) -> None:
     """A query on a collection that does not exist is an error naming those that do."""
     if collection is None:
@@ -683,6 +798,7 @@ def _check_collection(hrag: Any, collection: str | None) -> None:
 @app.command("query")
 @clear_errors
 def query_cmd(
+    ctx: typer.Context,
     text: str = typer.Argument(..., help="The question."),
     mode: str | None = typer.Option(None, "--mode", "-m",
                              help="parent-child (small-to-big), auto-merge, or auto (the best context within "
@@ -722,7 +838,14 @@ def query_cmd(
     from .api import check_question
     from .retrievers import retriever_for
 
-    mode = _chosen_mode(mode, max_tokens)
+    chosen = _chosen_mode(mode, max_tokens)
+    in_use = chosen if mode is not None else \
+        f"{chosen} (the mode {'with --max-tokens' if max_tokens is not None else 'without --max-tokens'})"
+    _refuse_options_of_other_modes(ctx, "--mode", chosen, in_use, {
+        "max_parents": ("--max-parents", ("parent-child",)),
+        "merge_threshold": ("--merge-threshold", ("auto-merge",)),
+    })
+    mode = chosen
     check_question(text)
     if top_k is not None:
         limits.check_count(top_k, "--top-k")
@@ -865,12 +988,9 @@ def sources_cmd(
     if not rows:
         console.print(styled(("no documents stored", "yellow")))
         return
-    from rich.table import Table
-
-    table = Table("source", "collection", "nodes", "updated")
-    for r in rows:
-        table.add_row(r.source, r.collection, str(r.nodes), r.updated_at.strftime("%Y-%m-%d %H:%M:%S %Z"))
-    console.print(table)
+    print_columns(["source", "collection", "nodes", "updated"],
+                  [[r.source, r.collection, f"{r.nodes:,}", r.updated_at.strftime("%Y-%m-%d %H:%M:%S %Z")]
+                   for r in rows], right={2})
     for name in sorted({r.collection for r in rows}):
         console.print(Text(f"collection {name}: model {_model_line(models.get(name))}"))
 
@@ -890,14 +1010,10 @@ def stats_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON."))
     if as_json:
         print_json(stats)
         return
-    from rich.table import Table
-
-    table = Table("collection", "documents", "nodes", "embedded", "characters", "model")
-    for row in stats["collections"]:
-        model = row["model"]
-        table.add_row(Text(row["collection"]), str(row["documents"]), str(row["nodes"]), str(row["embedded"]),
-                      f"{row['characters']:,}", Text(model["model"] if model else "(not recorded)"))
-    console.print(table)
+    print_columns(["collection", "documents", "nodes", "embedded", "characters", "model"],
+                  [[row["collection"], f"{row['documents']:,}", f"{row['nodes']:,}", f"{row['embedded']:,}",
+                    f"{row['characters']:,}", row["model"]["model"] if row["model"] else "(not recorded)"]
+                   for row in stats["collections"]], right={1, 2, 3, 4})
     console.print(f"embedding dimension {stats['embedding_dim']}, {stats['total_bytes'] / 1e6:.1f} MB on disk")
 
 

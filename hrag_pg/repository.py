@@ -47,6 +47,7 @@ from .errors import (
     ConfigurationError,
     ConnectionLost,
     EmbeddingError,
+    HragError,
     IngestError,
     InvalidArgument,
     SchemaError,
@@ -445,9 +446,12 @@ class Repository:
 
         Maintaining HNSW costs about a millisecond per inserted vector here,
         which dominates bulk writes; building the index once at the end is
-        several times faster.  While suspended, searches still work but scan
-        sequentially, and DROP INDEX briefly takes an exclusive lock on the
-        table: use it for initial loads, not on a busy shared database.
+        several times faster.  The index covers every collection: while
+        suspended, every search of the database still works but scans
+        sequentially; DROP INDEX briefly takes an exclusive lock on the table
+        and the rebuild holds writers back: use it for initial loads, not on a
+        busy shared database.  A load killed before the rebuild leaves no
+        index; the next one (or ``repair_integrity``) builds the schema's.
         """
         # One bulk load at a time: a second one would find the index already dropped (and
         # rebuild it while the first still loads).  It waits up to BULK_LOCK_WAIT, then fails clearly.
@@ -463,10 +467,14 @@ class Repository:
                 ) from exc
             lock.commit()
             with self.engine.begin() as conn:
+                # The index as it is (its definition is rebuilt as it was), or none: a bulk load that
+                # was killed before rebuilding it leaves none, and this one rebuilds the schema's.
                 definition = conn.execute(
-                    sa.text("SELECT pg_get_indexdef('hrag.nodes_embedding_hnsw_idx'::regclass)")
+                    sa.text("SELECT pg_get_indexdef(to_regclass('hrag.nodes_embedding_hnsw_idx'))")
                 ).scalar_one()
-                conn.execute(sa.text("DROP INDEX hrag.nodes_embedding_hnsw_idx"))
+                # ... or an invalid one (a rebuild that was interrupted): useless, and in the way.
+                conn.execute(sa.text("SELECT hrag._drop_invalid_vector_indexes()"))
+                conn.execute(sa.text("DROP INDEX IF EXISTS hrag.nodes_embedding_hnsw_idx"))
             try:
                 yield
             finally:
@@ -474,7 +482,7 @@ class Repository:
                     conn.execute(sa.text("SELECT set_config('maintenance_work_mem', :m, true)"),
                                  {"m": maintenance_work_mem})
                     conn.execute(sa.text("SELECT set_config('max_parallel_maintenance_workers', '2', true)"))
-                    conn.execute(sa.text(definition))
+                    conn.execute(sa.text(definition or "SELECT hrag._create_vector_index()"))
                 # Fresh statistics right away: until autovacuum analyzes the table, the planner
                 # misjudges the freshly loaded rows and retrieval is several times slower.
                 with self.engine.begin() as conn:
@@ -485,6 +493,20 @@ class Repository:
                 lock.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": BULK_LOCK_KEY})
                 lock.commit()
             lock.close()
+
+    def vector_index_state(self, *, default: str | None = None) -> str:
+        """valid, invalid (an interrupted build) or missing (a bulk load killed before its rebuild).
+
+        With ``default``, that is the answer when the database cannot be asked
+        (a connection lost, say) instead of an exception.
+        """
+        try:
+            with self._reading() as conn:
+                return str(conn.execute(sa.text("SELECT hrag._vector_index_state()")).scalar_one())
+        except (sa.exc.SQLAlchemyError, HragError):
+            if default is None:
+                raise
+            return default
 
     def delete_source(self, source: str, collection: str = "default") -> bool:
         """Delete a document and its whole tree; False if there was none."""

@@ -11,11 +11,16 @@ load it.
 
 from __future__ import annotations
 
+import json
 import os
+import selectors
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -243,6 +248,76 @@ def test_error_lines_are_not_wrapped_and_do_not_repeat_the_path(env: dict[str, s
     assert len(failed) == 1 and len(failed[0]) > 80
     assert failed[0].count(str(deep)) == 1 and "UTF-16" in failed[0]
     assert not result.stderr.startswith("\n")
+
+
+#: An option typed for another mode than the one in use: (args, what the one line must say).
+OTHER_MODE_OPTIONS = [
+    (("query", "x", "--mode", "auto-merge", "--max-parents", "2"),
+     "--max-parents applies to --mode parent-child only, not auto-merge; "
+     "drop --max-parents or pass --mode parent-child"),
+    (("query", "x", "--max-tokens", "500", "--max-parents", "2"),
+     "--max-parents applies to --mode parent-child only, not auto (the mode with --max-tokens)"),
+    (("query", "x", "--merge-threshold", "0.3"),
+     "--merge-threshold applies to --mode auto-merge only, not parent-child (the mode without --max-tokens)"),
+    (("query", "x", "-m", "auto", "--merge-threshold", "0.3"), "--merge-threshold applies to --mode auto-merge only"),
+    (("ingest", "README.md", "--window-tokens", "500"),
+     "--window-tokens applies to --strategy window only, not the one chosen by file type"),
+    (("ingest", "README.md", "-s", "headings", "--window-tokens", "500"),
+     "--window-tokens applies to --strategy window only, not headings"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), OTHER_MODE_OPTIONS, ids=[" ".join(a[0]) for a in OTHER_MODE_OPTIONS])
+def test_an_option_of_another_mode_is_a_usage_error_naming_the_modes_it_applies_to(
+        env: dict[str, str], monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], message: str) -> None:
+    monkeypatch.chdir(REPO)
+    loads = model_loads()
+    result = invoke(env, *args)
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: ") and message in line, line
+    assert model_loads() == loads
+
+
+@pytest.mark.parametrize("args", [
+    ("query", "x", "-m", "auto-merge"),  # --max-parents and --merge-threshold have defaults: not given, no error
+    ("query", "x", "-m", "parent-child", "--max-parents", "2"),
+    ("query", "x", "-m", "auto-merge", "--merge-threshold", "0.3"),
+    ("query", "x", "--max-tokens", "500"),
+])
+def test_options_of_the_mode_in_use_and_untyped_ones_are_accepted(env: dict[str, str], args: tuple[str, ...]) -> None:
+    result = invoke(env, *args, "-c", "nothere")  # gets as far as the collection (no model needed)
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    assert "no collection 'nothere'" in result.stderr
+
+
+#: Commands given --json that fail: (args, exit status, what the JSON error says).
+JSON_FAILURES = [
+    (("sources", "-c", "nothere"), 1, "no collection 'nothere' in this database"),
+    (("query", "x", "-c", "nothere"), 1, "no collection 'nothere' in this database"),
+    (("query", "x", "--top-k", "0"), 2, "--top-k must be between 1 and 1000, got 0"),
+    (("show", "00000000-0000-0000-0000-000000000000"), 1, "no node"),
+    (("reembed", "-c", "nothere", "--model", "minilm"), 1, "no collection 'nothere'"),
+    (("eval", "nothere.jsonl"), 2, "nothere.jsonl: no such file"),
+    (("ingest", "no/such/file.md"), 2, "no/such/file.md: no such file or directory"),
+]
+
+
+@pytest.mark.parametrize(("args", "code", "message"), JSON_FAILURES, ids=[" ".join(a[0]) for a in JSON_FAILURES])
+def test_a_json_command_that_fails_prints_a_json_error_and_exits_non_zero(
+        env: dict[str, str], monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], code: int, message: str) -> None:
+    monkeypatch.chdir(REPO)
+    result = invoke(env, *args, "--json")
+    assert result.exit_code == code, (result.stdout, result.stderr)
+    payload = json.loads(result.stdout)
+    assert list(payload) == ["error"] and message in payload["error"]
+    assert result.stderr == f"error: {payload['error']}\n"
+
+
+def test_sources_json_of_an_empty_database_is_an_empty_list(env: dict[str, str]) -> None:
+    result = invoke(env, "sources", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == []
 
 
 # ------------------------------------------------------------------- 4. read-only roles
@@ -476,7 +551,9 @@ def test_ctrl_c_during_ingest_exits_130_with_one_line(tmp_path: Path, db_url: st
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == 130, stderr
-    assert "Traceback" not in stderr and stderr.strip().splitlines()[-1] == "error: interrupted"
+    last = stderr.strip().splitlines()[-1]
+    # (what was written and what not, once the command runs; "interrupted" alone if the imports were still going)
+    assert "Traceback" not in stderr and (last == "error: interrupted" or last.startswith("error: interrupted: "))
 
 
 @pytest.mark.parametrize("where", ["a string exec", "plain code"])
@@ -497,6 +574,161 @@ def test_ctrl_c_inside_a_string_exec_under_python_m_still_exits_130(tmp_path: Pa
     done = subprocess.run([sys.executable, "-m", "interrupted_cli", "boom"], env=env, capture_output=True,
                           text=True, timeout=120, check=False)
     assert (done.returncode, done.stderr) == (130, "error: interrupted\n")
+
+
+# --------------------------------------------------- 11. ingest as it goes, and stopped
+
+
+@pytest.fixture
+def three_stored(db_url: str, weightless_model: Path, tmp_path: Path) -> list[Path]:
+    """Three files stored in collection ``ops`` (re-ingesting them needs no model: they are unchanged)."""
+    folder = tmp_path / "three"
+    folder.mkdir()
+    files = []
+    for i, word in enumerate(["pelicans", "herons", "storks"], start=1):
+        files.append(folder / f"{i}-{word}.md")
+        files[-1].write_text(f"# {word.title()}\n\n## Habitat\n\nWhere {word} live.\n", encoding="utf-8")
+    report = HRAG(db_url, embedder=TokenizerEmbedder(weightless_model)).ingest(files, collection="ops")
+    assert not report.failed and len(report.results) == 3
+    return files
+
+
+@contextmanager
+def source_locked(db_url: str, collection: str, source: str) -> Iterator[None]:
+    """Hold the lock every write of ``source`` takes first: an ingest reaching that file waits there."""
+    with psycopg.connect(db.libpq_url(db_url), autocommit=True) as conn:
+        key = f"hrag\x1f{collection}\x1f{source}"
+        conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
+        try:
+            yield
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
+
+
+def start_cli(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    """The real `hrag` in its own process, stdout and stderr pipes; Ctrl-C at its default (as in a terminal)."""
+    full = {**os.environ, **env, "PYTHONPATH": str(REPO), "COLUMNS": "80"}
+    return subprocess.Popen([sys.executable, "-m", "hrag_pg.cli", *args], env=full, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def first_line(proc: subprocess.Popen[str], timeout: float = 120) -> str:
+    assert proc.stdout is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        if not selector.select(timeout=timeout):
+            return ""
+    return proc.stdout.readline()
+
+
+def finish(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    try:
+        return proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def test_ingest_prints_each_file_as_it_finishes_when_stdout_is_a_pipe(
+        env: dict[str, str], db_url: str, three_stored: list[Path]) -> None:
+    with source_locked(db_url, "ops", three_stored[1].name):
+        proc = start_cli(env, "ingest", *map(str, three_stored), "-c", "ops")
+        try:
+            line = first_line(proc)  # printed while the second file waits for its lock
+            assert proc.poll() is None
+        except BaseException:
+            finish(proc)
+            raise
+    assert line.startswith("unchanged 1-pelicans.md "), (line, finish(proc))
+    stdout, stderr = finish(proc)
+    assert proc.returncode == 0, stderr
+    assert [row.split()[:2] for row in stdout.splitlines()[:2]] == [["unchanged", "2-herons.md"],
+                                                                  ["unchanged", "3-storks.md"]]
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_ctrl_c_during_ingest_says_how_many_documents_were_written_and_how_many_not_started(
+        env: dict[str, str], db_url: str, three_stored: list[Path], as_json: bool) -> None:
+    with source_locked(db_url, "ops", three_stored[1].name):
+        proc = start_cli(env, "ingest", *map(str, three_stored), "-c", "ops", "--force",
+                         *(["--json"] if as_json else []))
+        try:
+            if not as_json:
+                assert first_line(proc).startswith("updated   1-pelicans.md ")
+            wait_for_lock_waiter(db_url)  # the ingest is at the second file
+            proc.send_signal(signal.SIGINT)
+            stdout, stderr = finish(proc)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert stderr.splitlines()[-1] == (
+        f"error: interrupted: 1 document written (kept), {three_stored[1]} not written, 1 file not started; "
+        "run the same command again to ingest the rest")
+    if as_json:
+        payload = json.loads(stdout)
+        assert [r["source"] for r in payload["results"]] == ["1-pelicans.md"]
+        assert payload["interrupted"] == {"not_written": str(three_stored[1]), "not_started": 1,
+                                          "vector_index_missing": False}
+    with psycopg.connect(db.libpq_url(db_url)) as conn:
+        assert conn.execute("SELECT count(*) FROM hrag.documents WHERE collection = 'ops'").fetchone()[0] == 3
+
+
+def wait_for_lock_waiter(db_url: str, timeout: float = 120, locktype: str = "advisory") -> None:
+    """Until some session waits for a lock of ``locktype`` (an advisory one: the ingest reached the locked file)."""
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(db.libpq_url(db_url), autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            if conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = %s AND NOT granted",
+                            (locktype,)).fetchone()[0]:
+                return
+            time.sleep(0.1)
+    raise AssertionError(f"nobody waited for a {locktype} lock")
+
+
+def test_ctrl_c_that_stops_the_index_rebuild_of_a_bulk_ingest_says_the_index_is_missing_and_how_to_build_it(
+        env: dict[str, str], db_url: str, three_stored: list[Path]) -> None:
+    with source_locked(db_url, "ops", three_stored[1].name), \
+            psycopg.connect(db.libpq_url(db_url)) as writer:
+        proc = start_cli(env, "ingest", *map(str, three_stored), "-c", "ops", "--force", "--bulk")
+        try:
+            wait_for_lock_waiter(db_url)  # the index is dropped and the ingest is at the second file
+            # a writer in an open transaction: the rebuild (CREATE INDEX) has to wait for it
+            writer.execute("LOCK TABLE hrag.nodes IN ROW EXCLUSIVE MODE")
+            proc.send_signal(signal.SIGINT)
+            wait_for_lock_waiter(db_url, locktype="relation")  # the rebuild waits
+            proc.send_signal(signal.SIGINT)  # a second Ctrl-C: an impatient operator stops the rebuild too
+            _, stderr = finish(proc)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        writer.rollback()
+    assert proc.returncode == 130, stderr
+    assert stderr.splitlines()[-1].endswith(
+        "; the vector index was not rebuilt (searches scan every row): `hrag check --repair` "
+        "or the next `hrag ingest --bulk` builds it"), stderr
+    assert "1 document written (kept)" in stderr
+    with psycopg.connect(db.libpq_url(db_url)) as conn:
+        assert conn.execute("SELECT hrag._vector_index_state()").fetchone()[0] == "missing"
+
+
+def test_ingest_totals_count_the_failed_files_and_failures_name_the_cli_option(
+        env: dict[str, str], three_stored: list[Path]) -> None:
+    bad = three_stored[0].parent / "4-latin1.md"
+    bad.write_bytes("# Caf\xe9\n\nno UTF-8 here\n".encode("latin-1"))
+    result = invoke(env, "ingest", str(three_stored[0]), str(bad), "-c", "ops")
+    assert result.exit_code == 1, result.output
+    assert result.stdout.splitlines()[-1].endswith("; 1 file failed"), result.stdout
+    assert "1 document, " in result.stdout
+    (failed,) = [line for line in result.stderr.splitlines() if line.startswith("failed")]
+    assert failed.endswith("convert the file to UTF-8 or ingest it with --errors replace"), failed
+    as_json = json.loads(invoke(env, "ingest", str(bad), str(three_stored[0]), "-c", "ops", "--json").stdout)
+    assert as_json["failed"][0]["error"].endswith("ingest it with --errors replace")
 
 
 # ----------------------------------------------------------------------- 10. help

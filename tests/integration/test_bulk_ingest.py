@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import selectors
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import psycopg
@@ -11,6 +16,23 @@ from hrag_pg.api import HRAG
 from hrag_pg.errors import IngestError
 from hrag_pg.queries import Search
 from tests.embedders import HashingEmbedder
+
+REPO = Path(__file__).resolve().parents[2]
+
+#: A bulk ingest in its own process that says LOADING once its first document is written, then waits to be killed.
+BULK_THEN_WAIT = """
+import sys, time
+from hrag_pg.api import HRAG
+from tests.embedders import HashingEmbedder
+
+def on_file(path, index, total):
+    if index == 2:
+        print("LOADING", flush=True)
+        time.sleep(120)
+        raise SystemExit("nobody killed me")
+
+HRAG(sys.argv[1], embedder=HashingEmbedder()).ingest([sys.argv[2]], collection="bulk", bulk=True, on_file=on_file)
+"""
 
 
 def _index_definition(conn: psycopg.Connection) -> str | None:
@@ -52,3 +74,42 @@ def test_a_failing_bulk_ingest_still_rebuilds_the_index(postgresql: psycopg.Conn
     with pytest.raises(IngestError, match=r"broken\.md"):
         hrag.ingest([folder], collection="bulk", bulk=True, stop_on_error=True)
     assert _index_definition(postgresql) == before
+
+
+def _kill_a_bulk_ingest_mid_load(db_url: str, folder: Path) -> None:
+    """Start a bulk ingest of ``folder`` in another process and SIGKILL it after its first document."""
+    proc = subprocess.Popen([sys.executable, "-c", BULK_THEN_WAIT, db_url, str(folder)], cwd=REPO,
+                            env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(proc.stdout, selectors.EVENT_READ)
+            ready = selector.select(timeout=120)
+        line = proc.stdout.readline() if ready else ""
+        assert line == "LOADING\n", (line, proc.stderr.read() if proc.poll() is not None and proc.stderr else "")
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def test_a_bulk_ingest_after_one_killed_mid_load_rebuilds_the_missing_index_and_goes_on(
+        postgresql: psycopg.Connection, db_url: str, tmp_path: Path) -> None:
+    before = _index_definition(postgresql)
+    folder = _docs(tmp_path, 3)
+    _kill_a_bulk_ingest_mid_load(db_url, folder)
+    assert _index_definition(postgresql) is None  # what the killed load leaves: no vector index
+    hrag = HRAG(db_url, embedder=HashingEmbedder())
+    assert [p["problem"] for p in hrag.repository.check_integrity()] == ["vector_index_missing"]
+
+    report = hrag.ingest([folder], collection="bulk", bulk=True)
+    assert not report.failed
+    assert sorted(r.status for r in report.results) == ["created", "created", "unchanged"]
+    assert _index_definition(postgresql) == before
+    assert hrag.repository.check_integrity() == []

@@ -89,6 +89,29 @@ def test_sources_lists_source_collection_nodes_and_update_time(hrag: HRAG, db_ur
     assert "no collection 'guides' in this database; collections: default, guide" in unknown.output
 
 
+LONG_SOURCE = "a-rather-long-directory-name-for-the-listing/TRANSIENT-SETTINGS.md"
+LONG_COLLECTION = "a-collection-with-a-rather-long-name"
+
+
+def test_sources_and_stats_show_long_names_whole_so_they_can_be_copied_into_the_next_command(
+        db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    HRAG(db_url, embedder=HashingEmbedder()).ingest([FIXTURES / "guide.md"], collection=LONG_COLLECTION,
+                                                    source=LONG_SOURCE)
+    # a narrow terminal: a table fitted to it cut both names ("TRANSIENT-SETTINGS.m…")
+    monkeypatch.setattr(cli, "console", Console(width=40, markup=False, highlight=False, soft_wrap=True))
+    listed = runner.invoke(cli.app, ["sources"], env=env(db_url, tmp_path))
+    assert listed.exit_code == 0, listed.output
+    assert "…" not in listed.stdout
+    (row,) = [line for line in listed.stdout.splitlines() if line.startswith("a-rather")]
+    shown_source, shown_collection = row.split()[:2]
+    assert (shown_source, shown_collection) == (LONG_SOURCE, LONG_COLLECTION)
+    stats = runner.invoke(cli.app, ["stats"], env=env(db_url, tmp_path))
+    assert stats.exit_code == 0 and "…" not in stats.stdout
+    assert any(line.split()[:1] == [LONG_COLLECTION] for line in stats.stdout.splitlines()), stats.stdout
+    deleted = runner.invoke(cli.app, ["delete", shown_source, "-c", shown_collection], env=env(db_url, tmp_path))
+    assert deleted.exit_code == 0, deleted.output
+
+
 def test_delete_says_which_collection_holds_a_source_it_did_not_find(
         hrag: HRAG, db_url: str, tmp_path: Path) -> None:
     result = runner.invoke(cli.app, ["delete", "guide.md"], env=env(db_url, tmp_path))
