@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import re
 
-from hrag_pg.ingest._common import LineReader, directive_kind, lone_title
+from hrag_pg.ingest._common import MENU_KIND, LineReader, directive_kind, lone_title, only_links
 from hrag_pg.ingest._common import is_blank as _is_blank
 from hrag_pg.ingest.plaintext import PlainHeadings
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
@@ -70,6 +70,19 @@ _DESTINATION_LINE_RE = re.compile(rf"^[ \t]*{_DESTINATION}(?:[ \t]+(?P<title>{_T
 _TITLE_LINE_RE = re.compile(rf"^[ \t]*{_TITLE}[ \t]*$")
 # A MyST target, "(label)=" on its own line before a heading: rST's ".. _label:".
 _MYST_TARGET_RE = re.compile(r"^ {0,3}\([^()\s]+\)=[ \t]*$")
+# A link: inline ("[text](destination)", an image "![alt](src)" too), full reference
+# ("[text][label]") or autolink ("<https://...>").  "[x]" alone (a task box, a shortcut reference)
+# and "<text>" are not: a list of them is no menu.
+_LINK_RE = re.compile(
+    r"!?\[(?:[^\[\]\\]|\\.|\[(?:[^\[\]\\]|\\.)*\])*\]"
+    r"(?:\((?:[^()\\]|\\.|\([^()]*\))*\)|\[(?:[^\[\]\\]|\\.)+\])"
+    r"|<[A-Za-z][A-Za-z0-9+.-]{1,31}:[^<>\s]*>")
+_ITEM_MARKER_RE = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)", re.MULTILINE)
+# Texinfo's menus in plain text (Info files): "* Menu:", then entries "* Node::  description" or,
+# inside a menu, "* Entry: Node.  description", whose description may wrap onto indented lines.
+_TEXINFO_MENU_RE = re.compile(r"^\* Menu:[ \t]*$")
+_TEXINFO_ENTRY_RE = re.compile(r"^\* [^:\n]+::")
+_TEXINFO_NAMED_ENTRY_RE = re.compile(r"^\* [^:\n]+:[ \t]+(?:\([^()\n]+\))?[^.,\t\n]+[.,\t]")
 
 
 def heading_of(line: str) -> tuple[int, str] | None:
@@ -103,6 +116,8 @@ class _Reader(LineReader):
     def __init__(self, text: str, *, plain_headings: bool = False) -> None:
         super().__init__(text)
         self.plain = PlainHeadings(self.lines) if plain_headings and not has_markdown_headings(self.lines) else None
+        self.plain_text = plain_headings
+        self.in_texinfo_menu = False  # the last block was a texinfo "* Menu:" or one of its entries
 
     def read(self) -> DraftNode:
         while self.i < len(self.lines):
@@ -124,12 +139,15 @@ class _Reader(LineReader):
                 self._quote()
             elif _LIST_RE.match(line):
                 self._list_item()
+                continue  # (a list item keeps a texinfo menu open)
             elif (definition_end := self._definition_end(self.i)) is not None:
                 self._definitions(definition_end)
             elif _MYST_TARGET_RE.match(line):
                 self._markup(self.i, self.i + 1)
             else:
                 self._paragraph()
+            if not _is_blank(line):
+                self.in_texinfo_menu = False
         self._trailing_markup()
         return self.root
 
@@ -280,7 +298,34 @@ class _Reader(LineReader):
             if self._interrupts(line) or self._starts_table():
                 break
             self.i += 1  # lazy continuation line
-        self._leaf("item", start, self.i)
+        self._leaf(self._item_kind(start, self.i), start, self.i)
+
+    def _item_kind(self, start: int, stop: int) -> str:
+        """"menu" for an item of links only or a texinfo menu's entry (see _common.MENU_KIND), else "item"."""
+        lines = self.lines[start:stop]
+        if self.plain_text and self._texinfo_menu_item(lines):
+            return MENU_KIND
+        self.in_texinfo_menu = False
+        return MENU_KIND if only_links("\n".join(lines), _LINK_RE, _ITEM_MARKER_RE) else "item"
+
+    def _texinfo_menu_item(self, lines: list[str]) -> bool:
+        """Whether an item is texinfo's "* Menu:" or one of its entries (plain text only).
+
+        An entry's description may wrap onto indented lines; after a blank line only a menu
+        comment may follow (a title such as " -- The Detailed Node Listing --", one short line
+        that is no sentence), anything else is content.  "* Entry: Node." is an entry only
+        inside a menu ("* Note: read this." is not).
+        """
+        while lines and _is_blank(lines[-1]):
+            lines = lines[:-1]
+        first, rest = lines[0], lines[1:]
+        if _TEXINFO_MENU_RE.match(first):
+            self.in_texinfo_menu = not rest
+        elif _TEXINFO_ENTRY_RE.match(first) or (self.in_texinfo_menu and _TEXINFO_NAMED_ENTRY_RE.match(first)):
+            self.in_texinfo_menu = _entry_continues(rest)
+        else:
+            self.in_texinfo_menu = False
+        return self.in_texinfo_menu
 
     def _paragraph(self) -> None:
         """Lines up to the next blank line or block start, or a setext heading if they are underlined."""
@@ -304,6 +349,19 @@ class _Reader(LineReader):
         """Lines ``start`` up to the underline at ``self.i`` as one heading of ``level``."""
         text = " ".join(line.strip() for line in self.lines[start : self.i]).strip()
         self._heading(start, self.i + 1, level, text)
+
+
+def _entry_continues(lines: list[str]) -> bool:
+    """Whether ``lines`` after a texinfo menu entry's first line are its description's indented lines,
+    then at most one menu comment after a blank line (see :meth:`_Reader._texinfo_menu_item`)."""
+    if any(_is_blank(line) for line in lines):
+        blank = next(i for i, line in enumerate(lines) if _is_blank(line))
+        comment = [line for line in lines[blank:] if not _is_blank(line)]
+        words = comment[0].split() if len(comment) == 1 else []
+        if not 0 < len(words) <= 12 or words[-1].endswith((".", ":")):
+            return False
+        lines = lines[:blank]
+    return all(line[:1].isspace() for line in lines)
 
 
 def parse_markdown(text: str, source: str, *, title: str | None = None,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 
+from ._common import MENU_KIND
 from .tokens import DEFAULT_COUNTER, TokenCounter
 from .tree import DocumentTree, DraftNode
 
@@ -178,8 +179,10 @@ def _is_pair(children: list[DraftNode], i: int, max_tokens: int, counter: TokenC
         return False
     lead, block = children[i], children[i + 1]
     after = children[i + 2] if i + 2 < len(children) else None
-    return (_joinable(lead) and _joinable(block) and _is_lead_in(lead, block) and not _is_lead_in(block, after)
-            and counter.count(_joined_text([lead, block])) <= max_tokens)
+    # a list of links (a menu, hrag_pg.ingest.menus) is a block too, when a sentence introduces it
+    menu = block.kind == MENU_KIND and block.is_leaf and lead.content.rstrip().endswith(_COLONS)
+    return (_joinable(lead) and (_joinable(block) or menu) and _is_lead_in(lead, block)
+            and not _is_lead_in(block, after) and counter.count(_joined_text([lead, block])) <= max_tokens)
 
 
 def _joined_text(run: list[DraftNode]) -> str:
