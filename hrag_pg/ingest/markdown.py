@@ -17,7 +17,12 @@ loses no text.  A setext underline counts only right after paragraph lines
 whose first line is neither indented four columns (indented code, such as
 psql output over a ``-----`` rule) nor itself an underline (YAML front
 matter between ``---`` lines stays text); an underline after a blank line,
-a list item or a block quote stays text as before.
+a list item or a block quote stays text as before.  In plain text (not
+Markdown files) one line underlined with ``***`` or ``~~~`` at least as long
+as itself is a level-1 heading too: texinfo's plain text marks its chapters
+so (gdb's README, util-linux's ``parse-date.txt``) and valgrind's READMEs
+their titles; read as Markdown, the stars were a paragraph's second line
+and the tildes opened a fence that swallowed the rest of the file as code.
 
 An HTML comment (``<!-- ... -->``, CommonMark's HTML block of type 2) is one
 block however many lines it spans: a leaf of its own, whatever its lines
@@ -57,6 +62,9 @@ _QUOTE_RE = re.compile(r"^ {0,3}>")
 _TABLE_DELIMITER_RE = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
 _SETEXT_UNDERLINE_RE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _COMMENT_START_RE = re.compile(r"^ {0,3}<!--")
+# In plain text, a line of "*" or "~" at least as long as the one line above it underlines a title
+# too: texinfo's plain text marks its chapters so, and valgrind's READMEs their titles.
+_PLAIN_UNDERLINE_RE = re.compile(r"^(?:\*{3,}|~{3,})[ \t]*$")
 # A link reference definition: "[label]: destination", an optional title after it (CommonMark
 # 4.7).  The destination may stand on the next line, and the title too; a label holds a
 # non-blank character and no unescaped bracket.  Footnotes ("[^1]: Ibid.") are content, and so
@@ -131,8 +139,8 @@ class _Reader(LineReader):
                 self._fence()
             elif _COMMENT_START_RE.match(line):
                 self._comment()
-            elif heading_of(line):
-                self._atx_heading(*heading_of(line))  # type: ignore[misc]
+            elif (atx := self._atx(self.i)) is not None:
+                self._atx_heading(*atx)
             elif self._starts_table():
                 self._table()
             elif _QUOTE_RE.match(line):
@@ -233,11 +241,31 @@ class _Reader(LineReader):
             self._leaf("paragraph", self.i, end, metadata={"directive": name})
         self.i = end
 
+    def _atx(self, i: int) -> tuple[int, str] | None:
+        """(level, text) if line ``i`` is an ATX heading, else None.
+
+        In plain text a ``#`` line right under a line of text (a root prompt under a command, a
+        comment in a shell session) is no heading, nor is one of a run of ``#`` lines of one
+        level (a comment block): read as headings, each was a section with nothing under it.
+        """
+        heading = heading_of(self.lines[i])
+        if heading is None or not self.plain_text:
+            return heading
+        above = self.lines[i - 1] if i else ""
+        below = self.lines[i + 1] if i + 1 < len(self.lines) else ""
+        above_heading, below_heading = heading_of(above), heading_of(below)
+        if above.strip() and above_heading is None:
+            return None
+        if any(h is not None and h[0] == heading[0] for h in (above_heading, below_heading)):
+            return None
+        return heading
+
     def _interrupts(self, line: str) -> bool:
+        """Whether ``line`` (the current line) ends the block before it."""
         return bool(
             _is_blank(line)
             or _FENCE_RE.match(line)
-            or heading_of(line)
+            or self._atx(self.i)
             or _QUOTE_RE.match(line)
             or _LIST_RE.match(line)
             or _COMMENT_START_RE.match(line)
@@ -336,9 +364,17 @@ class _Reader(LineReader):
         self.i += 1
         while self.i < len(self.lines):
             line = self.lines[self.i]
-            underline = _SETEXT_UNDERLINE_RE.match(line) if may_be_heading else None
+            # (in plain text a title is one line, or one under an overline of "*" as coreutils'
+            # README writes them: several lines over a rule are a paragraph and a rule)
+            one_line = (not self.plain_text or self.i == start + 1
+                        or (self.i == start + 2 and _PLAIN_UNDERLINE_RE.match(first) is not None))
+            underline = _SETEXT_UNDERLINE_RE.match(line) if may_be_heading and one_line else None
             if underline:
                 self._setext_heading(start, 1 if underline.group(1)[0] == "=" else 2)
+                return
+            if (may_be_heading and self.plain_text and self.i == start + 1 and _PLAIN_UNDERLINE_RE.match(line)
+                    and len(line.rstrip()) >= len(first.rstrip()) and any(c.isalnum() for c in first)):
+                self._setext_heading(start, 1)
                 return
             if self._interrupts(line):
                 break
