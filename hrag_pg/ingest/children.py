@@ -34,7 +34,7 @@ from hrag_pg.ingest.tree import MARKUP_KIND, DocumentTree, DraftNode
 
 #: Leaves that are prose, eligible for sentence-level splitting.
 PROSE_KINDS = frozenset({"paragraph", "item", "sentence", "fact", "window"})
-#: Leaves split at line boundaries rather than sentences (a menu: see hrag_pg.ingest.menus).
+#: Leaves split at line boundaries rather than sentences (a menu: see hrag_pg.ingest.navigation).
 LINE_KINDS = frozenset({"code", "function", "class", "table", "menu"})
 #: Leaves no child splitter touches (markup is not embedded: no size to keep it under; the
 #: parent limit leaves it whole too).

@@ -179,7 +179,7 @@ def _is_pair(children: list[DraftNode], i: int, max_tokens: int, counter: TokenC
         return False
     lead, block = children[i], children[i + 1]
     after = children[i + 2] if i + 2 < len(children) else None
-    # a list of links (a menu, hrag_pg.ingest.menus) is a block too, when a sentence introduces it
+    # a list of links (a menu, hrag_pg.ingest.navigation) is a block too, when a sentence introduces it
     menu = block.kind == MENU_KIND and block.is_leaf and lead.content.rstrip().endswith(_COLONS)
     return (_joinable(lead) and (_joinable(block) or menu) and _is_lead_in(lead, block)
             and not _is_lead_in(block, after) and counter.count(_joined_text([lead, block])) <= max_tokens)

@@ -25,7 +25,7 @@ from .flatten import FlatDocument, flatten
 from .groups import group_wide_parents
 from .limits import enforce_parent_limit
 from .loaders import load_document
-from .menus import demote_menus, join_menu_runs
+from .navigation import demote_navigation, join_menu_runs
 from .packing import join_lead_ins, pack_short_leaves
 from .tokens import DEFAULT_COUNTER, CachedCounter, TokenCounter
 from .tree import DocumentTree
@@ -104,7 +104,8 @@ def refine(
     join_menu_runs(tree)
     if options.join_lead_ins and headings:
         join_lead_ins(tree, max_tokens=options.max_child_tokens, counter=counter)
-    demote_menus(tree)  # (after the lead-ins: a list of links a lead-in introduces is its content)
+    # (after the lead-ins: a list of links a lead-in introduces is its content)
+    demote_navigation(tree, lone_headings=tree.metadata.get("strategy") == "headings")
     if options.pack_tokens and headings:
         pack_short_leaves(tree, pack_tokens=options.pack_tokens, counter=counter)
     if options.child == "sentence":

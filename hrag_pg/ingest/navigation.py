@@ -1,4 +1,7 @@
-"""Menus and tables of contents are text, not search targets.
+"""Menus, tables of contents and lone headings are text, not search targets.
+
+They name where the content is, and a search for the content finds them
+first: their few words are all title.
 
 A list whose items only point at other nodes (a README's table of contents,
 a Sphinx page's list of ``:doc:`` references, texinfo's ``* Menu:`` blocks,
@@ -6,20 +9,29 @@ its HTML ``section-toc`` lists and ``table.menu``) repeats the titles of the
 sections it lists.  Embedded under its own heading path, an entry such as
 "Thread Safety" looks like the perfect answer to "Is libffi thread safe?"
 and outranks the section that answers.  The readers give such leaves the kind
-:data:`~hrag_pg.ingest._common.MENU_KIND`; :func:`demote_menus` joins each
+:data:`~hrag_pg.ingest._common.MENU_KIND`; :func:`demote_navigation` joins each
 run of them into one block and stores it as a markup leaf in place: kept, so
 the document's text stays whole and its section returns it, but neither
 embedded nor searched (like the link definitions of
 :mod:`hrag_pg.ingest.tree`).  A list of links that a lead-in introduces
 ("XMLSec requires the following libraries:") is that lead-in's content, not
 a menu: :func:`~hrag_pg.ingest.packing.join_lead_ins` joins the two between
-:func:`join_menu_runs` and :func:`demote_menus`, as it joins any lead-in to
-its block.
+:func:`join_menu_runs` and :func:`demote_navigation`, as it joins any lead-in
+to its block.
 
 A page that holds nothing but its menu (a texinfo chapter page: its heading
 and the list of its sections) would be left with nothing to search and be
 refused; there the menu stays a search target, as one block: a list of many
 titles matches one of them far less than the title alone did.
+
+A heading with nothing under it (the next heading follows at once: a
+document's title written one level deeper than its sections, texinfo's
+subsection heading over its first subsubsection at the same HTML level, an
+empty section) is a leaf of its own, searched for its few words.  Search
+targets embed their heading path, so a section's content carries its
+heading already; a lone heading is stored in place as markup too (headings
+strategy only: a clause's heading holds its text).  When nothing else in a
+document is searched, its menus and lone headings stay search targets.
 """
 
 from __future__ import annotations
@@ -29,6 +41,8 @@ from .tree import MARKUP_KIND, DocumentTree, DraftNode
 
 #: A title between two menus is at most this many words.
 _TITLE_WORDS = 12
+#: A heading's node (hrag_pg.ingest._common.open_section); a leaf of this kind is a heading alone.
+SECTION_KIND = "section"
 #: Leaves that are never search targets of their own.
 _NOT_SEARCHED = frozenset({MARKUP_KIND, "qa"})
 
@@ -41,18 +55,18 @@ def join_menu_runs(tree: DocumentTree) -> DocumentTree:
     return tree
 
 
-def demote_menus(tree: DocumentTree) -> DocumentTree:
-    """Store menu leaves as markup, unless nothing else in the document is searched.
-
-    Mutates and returns ``tree``.
+def demote_navigation(tree: DocumentTree, *, lone_headings: bool = True) -> DocumentTree:
+    """Store menu leaves (and, with ``lone_headings``, sections with nothing under their heading)
+    as markup, unless nothing else in the document is searched.  Mutates and returns ``tree``.
     """
     join_menu_runs(tree)
     searched = [leaf for leaf in tree.root.leaves() if leaf is not tree.root and leaf.kind not in _NOT_SEARCHED]
-    if any(leaf.kind != MENU_KIND for leaf in searched):
-        for leaf in searched:
-            if leaf.kind == MENU_KIND:
-                leaf.kind = MARKUP_KIND
-                leaf.metadata = {**leaf.metadata, "source_kind": MENU_KIND}
+    navigation = [leaf for leaf in searched
+                  if leaf.kind == MENU_KIND or (lone_headings and leaf.kind == SECTION_KIND)]
+    if len(navigation) < len(searched):
+        for leaf in navigation:
+            leaf.metadata = {**leaf.metadata, "source_kind": leaf.kind}
+            leaf.kind = MARKUP_KIND
     return tree
 
 
@@ -81,4 +95,4 @@ def _joined_runs(children: list[DraftNode]) -> list[DraftNode]:
     return out
 
 
-__all__ = ["demote_menus", "join_menu_runs"]
+__all__ = ["demote_navigation", "join_menu_runs"]
