@@ -15,7 +15,10 @@ the "¶" permalinks they put in headings is dropped: a table of contents
 repeats every section title as a leaf of its own, and as a definition list
 it would even open sections named like the real ones.  A page that is
 nothing but navigation (a book's index page) keeps it, since it is then
-the page's content.  Loose text outside any block still becomes a paragraph
+the page's content.  A list item whose every word is a link (a table of
+contents' entry) and texinfo's ``table.menu`` are kept as text, but as
+leaves of kind "menu", which refining stores without searching them
+(:mod:`hrag_pg.ingest.navigation`).  Loose text outside any block still becomes a paragraph
 so nothing visible is lost.  Only the standard library's
 ``html.parser`` is used: it tolerates the unclosed ``<p>``/``<li>`` tags real
 pages are full of.
@@ -341,7 +344,7 @@ class _TreeBuilder(HTMLParser):
         text = c.text()
         if text.strip():
             self._open_term()
-        # a list item that is only a link (a table of contents' entry), or a menu: see menus.py
+        # a list item that is only a link (a table of contents' entry), or a menu: see navigation.py
         menu = c.menu or (c.tag == "li" and c.linked and not c.unlinked)
         add_leaf(self.current, MENU_KIND if menu else c.kind, text)
 

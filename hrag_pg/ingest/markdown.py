@@ -43,6 +43,10 @@ So are MyST's targets (``(label)=``) and its navigation fences
 (```` ```{toctree} ````), as the reStructuredText reader reads their rST forms;
 its other directive fences are code (```` ```{code-block} python ````) or,
 like ```` ```{note} ````, prose.
+
+A list item of links only (``- [Install](#install)``, a README's table of
+contents) and, in plain text, texinfo's ``* Menu:`` and its entries are
+"menu" leaves, stored but not searched (:mod:`hrag_pg.ingest.navigation`).
 """
 
 from __future__ import annotations

@@ -20,9 +20,10 @@ Only leaves of the headings strategy are packed (Markdown, HTML, text):
 clause items, pages, windows and code keep their own structure.
 
 Joining lead-ins (on by default, unlike packing) is packing's narrowest
-case: a leaf that says nothing alone (it ends with a colon, or it is a
-definition list's term) joins the one block after it, if the two fit a
-child, and nothing else is joined.  Packing, when on, runs after it.
+case: a leaf that says nothing alone (it ends with a colon, it does not end
+a sentence over an indented block, or it is a definition list's term) joins
+the one block after it, if the two fit a child; a term over a lead-in and its
+block heads the two.  Nothing else is joined.  Packing, when on, runs after it.
 """
 
 from __future__ import annotations

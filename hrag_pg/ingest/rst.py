@@ -16,7 +16,9 @@ directives, transitions, a lone ``::``, and Sphinx's file-wide metadata
 such as ``:orphan:`` before the first title) is kept in the next node's
 separator, so the root's full text is still the document; before the first
 node or after the last it is a markup leaf, which is not searched (see
-:mod:`hrag_pg.ingest.tree`).
+:mod:`hrag_pg.ingest.tree`).  A list item holding only cross-references and
+hyperlink references (a hand-written table of contents) is a "menu" leaf,
+stored but not searched either (:mod:`hrag_pg.ingest.navigation`).
 
 This is a line-oriented reader for the common subset of reStructuredText,
 not docutils: anything it does not recognise is read as a paragraph, which
@@ -51,8 +53,7 @@ _NOT_LINK_ROLES = ("code", "math", "emphasis", "strong", "literal", "sub", "sup"
 _REFERENCE_RE = re.compile(
     rf"(?::(?!(?:{'|'.join(_NOT_LINK_ROLES)}):)[\w.+-]+(?::[\w.+-]+)?:`(?:[^`\\]|\\.)+`"
     r"|`(?:[^`\\]|\\.)+`__?)(?![\w`])")
-_ITEM_MARKER_RE = re.compile(r"^[ \t]*(?:[-*+•‣⁃]|\(?(?:\d+|[a-zA-Z#]|[ivxlcdmIVXLCDM]+)[.)])(?:[ \t]+|$)",
-                             re.MULTILINE)
+_ITEM_MARKER_RE = re.compile(_LIST_RE.pattern, re.MULTILINE)
 # Sphinx's file-wide metadata, a field list before the first title or paragraph (":orphan:").
 _FILE_METADATA_RE = re.compile(r"^:(?:orphan|nocomments|nosearch|tocdepth):(?:[ \t].*)?$")
 
