@@ -119,6 +119,8 @@ def directive_kind(name: str) -> Literal["markup", "code", "paragraph"]:
 #: Leaves that only point at other nodes: a list of links or cross-references, a texinfo menu
 #: (see :mod:`hrag_pg.ingest.navigation`).  Readers give them this kind; refining stores them as markup.
 MENU_KIND = "menu"
+#: Metadata of a menu that is one by its markup (texinfo's ``table.menu``), not by its items' links.
+MENU_CONTAINER_KEY = "menu"
 # What remains of a menu's text once its links are taken out: no letter or digit.
 _WORD_CHAR_RE = re.compile(r"[^\W_]")
 

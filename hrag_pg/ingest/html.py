@@ -30,7 +30,15 @@ import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-from hrag_pg.ingest._common import MENU_KIND, add_leaf, close_sections, has_leaf_text, lone_title, open_section
+from hrag_pg.ingest._common import (
+    MENU_CONTAINER_KEY,
+    MENU_KIND,
+    add_leaf,
+    close_sections,
+    has_leaf_text,
+    lone_title,
+    open_section,
+)
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
 
 _IGNORED = frozenset({"script", "style", "head", "noscript", "template", "svg", "iframe"})
@@ -38,7 +46,8 @@ _IGNORED = frozenset({"script", "style", "head", "noscript", "template", "svg", 
 _NAVIGATION_ROLES = frozenset({"navigation", "search"})
 #: Classes that mark navigation chrome: DocBook XSL's ``navheader``/``navfooter`` and
 #: ``toc``/``list-of-*`` blocks (valgrind's manual customises its bars as ``table.nav``),
-#: gtk-doc's ``navigation`` bar, texinfo 7's ``nav-panel``, breadcrumbs.
+#: gtk-doc's ``navigation`` bar, texinfo 7's ``nav-panel``, breadcrumbs, Publican's ``docnav``
+#: lists ("Prev", the book's title, "Next": the Debian handbook).
 #: (Not ``sidebar``: in DocBook that is content, a boxed aside.)
 _NAVIGATION_CLASSES = frozenset(
     {
@@ -53,6 +62,7 @@ _NAVIGATION_CLASSES = frozenset(
         "nav-panel",
         "breadcrumb",
         "breadcrumbs",
+        "docnav",
     }
 )
 #: Texinfo 6 puts its "Next: …, Previous: …, Up: …" bar in a ``div.header``, a class too
@@ -345,8 +355,10 @@ class _TreeBuilder(HTMLParser):
         if text.strip():
             self._open_term()
         # a list item that is only a link (a table of contents' entry), or a menu: see navigation.py
-        menu = c.menu or (c.tag == "li" and c.linked and not c.unlinked)
-        add_leaf(self.current, MENU_KIND if menu else c.kind, text)
+        if c.menu:
+            add_leaf(self.current, MENU_KIND, text, metadata={MENU_CONTAINER_KEY: f"{c.tag}.menu"})
+        else:
+            add_leaf(self.current, MENU_KIND if c.tag == "li" and c.linked and not c.unlinked else c.kind, text)
 
     def _finish_heading(self) -> None:
         assert self.heading is not None

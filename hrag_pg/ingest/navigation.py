@@ -36,11 +36,13 @@ document is searched, its menus and lone headings stay search targets.
 
 from __future__ import annotations
 
-from ._common import MENU_KIND
+from ._common import MENU_CONTAINER_KEY, MENU_KIND
 from .tree import MARKUP_KIND, DocumentTree, DraftNode
 
 #: A title between two menus is at most this many words.
 _TITLE_WORDS = 12
+#: A list item that is content (see join_menu_runs).
+ITEM_KIND = "item"
 #: A heading's node (hrag_pg.ingest._common.open_section); a leaf of this kind is a heading alone.
 SECTION_KIND = "section"
 #: Leaves that are never search targets of their own.
@@ -48,11 +50,31 @@ _NOT_SEARCHED = frozenset({MARKUP_KIND, "qa"})
 
 
 def join_menu_runs(tree: DocumentTree) -> DocumentTree:
-    """Join each run of sibling menu leaves (a list's items) into one menu leaf.  Mutates and returns ``tree``."""
+    """Join each run of sibling menu leaves (a list's items) into one menu leaf.  Mutates and returns ``tree``.
+
+    A list is a menu only if all its items are: a list of the tools a build needs, one of
+    them with its version after the link, is content, all of it.  A list is read as a run of
+    sibling items (two lists with nothing between them are one run).
+    """
     for node, _ in list(tree.root.walk()):
         if any(child.kind == MENU_KIND for child in node.children):
+            _unmark_mixed_lists(node.children)
             node.children = _joined_runs(node.children)
     return tree
+
+
+def _unmark_mixed_lists(children: list[DraftNode]) -> None:
+    """Turn the menu items of a run of list items that also holds another item back into items."""
+    run: list[DraftNode] = []
+    for child in [*children, None]:
+        if child is not None and child.is_leaf and child.kind in (ITEM_KIND, MENU_KIND):
+            run.append(child)
+            continue
+        if any(leaf.kind == ITEM_KIND for leaf in run):
+            for leaf in run:
+                if leaf.kind == MENU_KIND and not leaf.metadata.get(MENU_CONTAINER_KEY):
+                    leaf.kind = ITEM_KIND
+        run = []
 
 
 def demote_navigation(tree: DocumentTree, *, lone_headings: bool = True) -> DocumentTree:

@@ -79,9 +79,9 @@ def test_a_list_item_with_words_besides_its_link_stays_a_search_target() -> None
     text = ("# Tool\n\nSee also:\n\n- [Install](#install) explains the packages.\n- [Usage](#usage)\n\n"
             "- [x] a task, not a link\n- <not a link>\n")
     doc = _prepare(parse_markdown(text, "x.md"))
-    assert _targets(doc) == ["See also:\n\n- [Install](#install) explains the packages.",
+    assert _targets(doc) == ["See also:\n\n- [Install](#install) explains the packages.", "- [Usage](#usage)",
                              "- [x] a task, not a link", "- <not a link>"]
-    assert _markup(doc) == ["- [Usage](#usage)"]
+    assert _markup(doc) == []
 
 
 TEXINFO_TOP = """File: tool.info,  Node: Top,  Next: Overview,  Up: (dir)
@@ -154,6 +154,8 @@ MANUAL_PAGE = ('<html><head><meta name="Generator" content="makeinfo"></head><bo
                '<td>&nbsp;&nbsp;</td><td>What Tool is.</td></tr>'
                '<tr><td>&bull; <a href="#Threads">Threads</a></td><td></td><td>Rules for threads.</td></tr></table>'
                '<h2>1 Overview</h2><p>Tool converts files.</p>'
+               '<ul><li><a href="a.html">Formats</a></li><li><a href="d.html">Dates</a></li></ul>'
+               '<p>It keeps dates.</p>'
                '<ul><li><a href="a.html">Formats</a></li><li>Dates are kept, see <a href="d.html">dates</a>.</li></ul>'
                '</body></html>')
 
@@ -163,8 +165,12 @@ def test_html_lists_of_links_and_texinfo_menus_are_not_searched() -> None:
     text = tree.root.full_text()
     doc = _prepare(tree)
     assert _rows_text(doc) == text
-    assert _targets(doc) == ["This manual is for Tool.", "Tool converts files.", "Dates are kept, see dates."]
-    assert _markup(doc) == ["• Overview | \xa0\xa0 | What Tool is.\n• Threads |  | Rules for threads.", "Formats"]
+    assert _targets(doc) == ["This manual is for Tool.", "Tool converts files.", "It keeps dates.", "Formats",
+                             "Dates are kept, see dates."]
+    assert _markup(doc) == ["• Overview | \xa0\xa0 | What Tool is.\n• Threads |  | Rules for threads.",
+                            "Formats\n\nDates"]
+    assert [n.metadata for n in doc.nodes if n.kind == MARKUP_KIND] == [
+        {"menu": "table.menu", "source_kind": "menu"}, {"source_kind": "menu"}]
 
 
 def test_a_page_that_is_only_a_menu_keeps_it_as_one_search_target() -> None:
@@ -201,3 +207,16 @@ def test_the_titles_between_a_texinfo_menus_entries_belong_to_the_menu() -> None
     assert _rows_text(doc) == text.strip()
     assert _markup(doc) == ["* Menu:\n\n* Overview::\n* Invoking::\n\n -- The Detailed Node Listing --\n\nInvoking\n\n"
                             "* Options::\n* Exit status::"]
+
+
+def test_a_list_with_one_item_that_says_more_than_its_link_is_no_menu() -> None:
+    # (libtasn1's README.md): the tools a build needs, one of them with a version; every item counts
+    text = ("# Tool\n\n## Building\n\nBuilding needs these tools.\n\n* [Make](https://example.org/make)\n"
+            "* [Automake](https://example.org/automake) (use 1.11.3 or later)\n* [Autoconf](https://example.org/ac)\n\n"
+            "Then run make.\n")
+    doc = _prepare(parse_markdown(text, "README.md"))
+    assert _markup(doc) == []
+    assert "* [Autoconf](https://example.org/ac)" in _targets(doc)
+    html = ('<h1>Tool</h1><p>Building needs these tools.</p><ul><li><a href="m">Make</a></li>'
+            '<li><a href="a">Automake</a> (use 1.11.3 or later)</li><li><a href="c">Autoconf</a></li></ul>')
+    assert _markup(_prepare(parse_html(html, "tool.html"))) == []
