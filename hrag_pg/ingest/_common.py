@@ -116,6 +116,22 @@ def directive_kind(name: str) -> Literal["markup", "code", "paragraph"]:
     return "code" if name in _CODE_DIRECTIVES else "paragraph"
 
 
+#: Leaves that only point at other nodes: a list of links or cross-references, a texinfo menu
+#: (see :mod:`hrag_pg.ingest.navigation`).  Readers give them this kind; refining stores them as markup.
+MENU_KIND = "menu"
+#: Metadata of a menu that is one by its markup (texinfo's ``table.menu``), not by its items' links.
+MENU_CONTAINER_KEY = "menu"
+# What remains of a menu's text once its links are taken out: no letter or digit.
+_WORD_CHAR_RE = re.compile(r"[^\W_]")
+
+
+def only_links(text: str, link: re.Pattern[str], marker: re.Pattern[str]) -> bool:
+    """Whether ``text`` is list items (``marker`` at each line's start) holding nothing but links
+    (``link``) and punctuation: a table of contents, not a passage."""
+    body = marker.sub("", text)
+    return link.search(body) is not None and _WORD_CHAR_RE.search(link.sub(" ", body)) is None
+
+
 def is_blank(line: str) -> bool:
     return not line.strip()
 

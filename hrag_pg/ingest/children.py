@@ -34,8 +34,8 @@ from hrag_pg.ingest.tree import MARKUP_KIND, DocumentTree, DraftNode
 
 #: Leaves that are prose, eligible for sentence-level splitting.
 PROSE_KINDS = frozenset({"paragraph", "item", "sentence", "fact", "window"})
-#: Leaves split at line boundaries rather than sentences.
-LINE_KINDS = frozenset({"code", "function", "class", "table"})
+#: Leaves split at line boundaries rather than sentences (a menu: see hrag_pg.ingest.navigation).
+LINE_KINDS = frozenset({"code", "function", "class", "table", "menu"})
 #: Leaves no child splitter touches (markup is not embedded: no size to keep it under; the
 #: parent limit leaves it whole too).
 NEVER_SPLIT = frozenset({"qa", MARKUP_KIND})

@@ -15,7 +15,10 @@ the "¶" permalinks they put in headings is dropped: a table of contents
 repeats every section title as a leaf of its own, and as a definition list
 it would even open sections named like the real ones.  A page that is
 nothing but navigation (a book's index page) keeps it, since it is then
-the page's content.  Loose text outside any block still becomes a paragraph
+the page's content.  A list item whose every word is a link (a table of
+contents' entry) and texinfo's ``table.menu`` are kept as text, but as
+leaves of kind "menu", which refining stores without searching them
+(:mod:`hrag_pg.ingest.navigation`).  Loose text outside any block still becomes a paragraph
 so nothing visible is lost.  Only the standard library's
 ``html.parser`` is used: it tolerates the unclosed ``<p>``/``<li>`` tags real
 pages are full of.
@@ -27,7 +30,15 @@ import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-from hrag_pg.ingest._common import add_leaf, close_sections, has_leaf_text, lone_title, open_section
+from hrag_pg.ingest._common import (
+    MENU_CONTAINER_KEY,
+    MENU_KIND,
+    add_leaf,
+    close_sections,
+    has_leaf_text,
+    lone_title,
+    open_section,
+)
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
 
 _IGNORED = frozenset({"script", "style", "head", "noscript", "template", "svg", "iframe"})
@@ -35,7 +46,8 @@ _IGNORED = frozenset({"script", "style", "head", "noscript", "template", "svg", 
 _NAVIGATION_ROLES = frozenset({"navigation", "search"})
 #: Classes that mark navigation chrome: DocBook XSL's ``navheader``/``navfooter`` and
 #: ``toc``/``list-of-*`` blocks (valgrind's manual customises its bars as ``table.nav``),
-#: gtk-doc's ``navigation`` bar, texinfo 7's ``nav-panel``, breadcrumbs.
+#: gtk-doc's ``navigation`` bar, texinfo 7's ``nav-panel``, breadcrumbs, Publican's ``docnav``
+#: lists ("Prev", the book's title, "Next": the Debian handbook).
 #: (Not ``sidebar``: in DocBook that is content, a boxed aside.)
 _NAVIGATION_CLASSES = frozenset(
     {
@@ -50,6 +62,7 @@ _NAVIGATION_CLASSES = frozenset(
         "nav-panel",
         "breadcrumb",
         "breadcrumbs",
+        "docnav",
     }
 )
 #: Texinfo 6 puts its "Next: …, Previous: …, Up: …" bar in a ``div.header``, a class too
@@ -94,6 +107,10 @@ _BLOCKS = frozenset(
     ]
 )
 _SPACE_RE = re.compile(r"[ \t\r\n\f\v]+")
+_WORD_CHAR_RE = re.compile(r"[^\W_]")
+#: Classes of a container that is a menu whatever it holds: texinfo 6 writes its menus (links to
+#: the sections below, each with a short description) as ``table.menu``.
+_MENU_CLASSES = frozenset({"menu"})
 #: Section level of a definition term in the outermost ``<dl>``: below every heading.
 _TERM_LEVEL = 7
 
@@ -106,6 +123,10 @@ class _Container:
     list_depth: int = 0  # ul/ol opened inside an <li>
     row_cells: int = 0
     parts: list[str] = field(default_factory=list)
+    menu: bool = False  # a container marked as a menu (texinfo's table.menu)
+    links: int = 0  # open <a href> elements
+    linked: bool = False  # some text inside a link
+    unlinked: bool = False  # some word outside any link
 
     def text(self) -> str:
         raw = "".join(self.parts)
@@ -157,7 +178,7 @@ class _TreeBuilder(HTMLParser):
             return
         if self.ignored:
             return
-        if self.container is not None and self._container_start(tag):
+        if self.container is not None and self._container_start(tag, attrs):
             return
         if tag in _HEADINGS:
             self._flush_paragraph()
@@ -173,13 +194,14 @@ class _TreeBuilder(HTMLParser):
             self._open_term()
         elif tag in _CONTAINERS:
             self._flush_paragraph()
-            self.container = _Container(tag=tag, kind=_CONTAINERS[tag])
+            classes = set(next((value or "" for name, value in attrs if name == "class"), "").split())
+            self.container = _Container(tag=tag, kind=_CONTAINERS[tag], menu=not classes.isdisjoint(_MENU_CLASSES))
         elif tag == "br" and self.heading is None:
             self.buffer.append("\n")
         elif tag in _BLOCKS:
             self._flush_paragraph()
 
-    def _container_start(self, tag: str) -> bool:
+    def _container_start(self, tag: str, attrs: list[tuple[str, str | None]]) -> bool:
         """Handle a tag opened inside a container; False if it closes the container."""
         c = self.container
         assert c is not None
@@ -188,6 +210,8 @@ class _TreeBuilder(HTMLParser):
             return False
         if tag == c.tag:
             c.nesting += 1
+        if tag == "a" and any(name == "href" for name, _ in attrs):
+            c.links += 1
         if tag in ("ul", "ol") and c.tag == "li":
             c.list_depth += 1
         if tag == "tr":
@@ -220,6 +244,8 @@ class _TreeBuilder(HTMLParser):
             return
         c = self.container
         if c is not None:
+            if tag == "a" and c.links:
+                c.links -= 1
             if c.tag == "li" and tag in ("ul", "ol"):
                 if c.list_depth == 0:
                     self._finish_container()  # list closed while its last <li> was open
@@ -255,6 +281,10 @@ class _TreeBuilder(HTMLParser):
         elif self.container is not None:
             c = self.container
             c.parts.append(data if c.kind == "code" else _SPACE_RE.sub(" ", data))
+            if c.links and data.strip():
+                c.linked = True
+            elif _WORD_CHAR_RE.search(data):
+                c.unlinked = True
         elif self.heading is not None:
             self.heading[1].append(data)
         elif self.term is not None:
@@ -324,7 +354,11 @@ class _TreeBuilder(HTMLParser):
         text = c.text()
         if text.strip():
             self._open_term()
-        add_leaf(self.current, c.kind, text)
+        # a list item that is only a link (a table of contents' entry), or a menu: see navigation.py
+        if c.menu:
+            add_leaf(self.current, MENU_KIND, text, metadata={MENU_CONTAINER_KEY: f"{c.tag}.menu"})
+        else:
+            add_leaf(self.current, MENU_KIND if c.tag == "li" and c.linked and not c.unlinked else c.kind, text)
 
     def _finish_heading(self) -> None:
         assert self.heading is not None

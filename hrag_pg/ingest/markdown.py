@@ -17,7 +17,12 @@ loses no text.  A setext underline counts only right after paragraph lines
 whose first line is neither indented four columns (indented code, such as
 psql output over a ``-----`` rule) nor itself an underline (YAML front
 matter between ``---`` lines stays text); an underline after a blank line,
-a list item or a block quote stays text as before.
+a list item or a block quote stays text as before.  In plain text (not
+Markdown files) one line underlined with ``***`` or ``~~~`` at least as long
+as itself is a level-1 heading too: texinfo's plain text marks its chapters
+so (gdb's README, util-linux's ``parse-date.txt``) and valgrind's READMEs
+their titles; read as Markdown, the stars were a paragraph's second line
+and the tildes opened a fence that swallowed the rest of the file as code.
 
 An HTML comment (``<!-- ... -->``, CommonMark's HTML block of type 2) is one
 block however many lines it spans: a leaf of its own, whatever its lines
@@ -38,13 +43,17 @@ So are MyST's targets (``(label)=``) and its navigation fences
 (```` ```{toctree} ````), as the reStructuredText reader reads their rST forms;
 its other directive fences are code (```` ```{code-block} python ````) or,
 like ```` ```{note} ````, prose.
+
+A list item of links only (``- [Install](#install)``, a README's table of
+contents) and, in plain text, texinfo's ``* Menu:`` and its entries are
+"menu" leaves, stored but not searched (:mod:`hrag_pg.ingest.navigation`).
 """
 
 from __future__ import annotations
 
 import re
 
-from hrag_pg.ingest._common import LineReader, directive_kind, lone_title
+from hrag_pg.ingest._common import MENU_KIND, LineReader, directive_kind, lone_title, only_links
 from hrag_pg.ingest._common import is_blank as _is_blank
 from hrag_pg.ingest.plaintext import PlainHeadings
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
@@ -57,6 +66,9 @@ _QUOTE_RE = re.compile(r"^ {0,3}>")
 _TABLE_DELIMITER_RE = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
 _SETEXT_UNDERLINE_RE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _COMMENT_START_RE = re.compile(r"^ {0,3}<!--")
+# In plain text, a line of "*" or "~" at least as long as the one line above it underlines a title
+# too: texinfo's plain text marks its chapters so, and valgrind's READMEs their titles.
+_PLAIN_UNDERLINE_RE = re.compile(r"^(?:\*{3,}|~{3,})[ \t]*$")
 # A link reference definition: "[label]: destination", an optional title after it (CommonMark
 # 4.7).  The destination may stand on the next line, and the title too; a label holds a
 # non-blank character and no unescaped bracket.  Footnotes ("[^1]: Ibid.") are content, and so
@@ -70,6 +82,19 @@ _DESTINATION_LINE_RE = re.compile(rf"^[ \t]*{_DESTINATION}(?:[ \t]+(?P<title>{_T
 _TITLE_LINE_RE = re.compile(rf"^[ \t]*{_TITLE}[ \t]*$")
 # A MyST target, "(label)=" on its own line before a heading: rST's ".. _label:".
 _MYST_TARGET_RE = re.compile(r"^ {0,3}\([^()\s]+\)=[ \t]*$")
+# A link: inline ("[text](destination)", an image "![alt](src)" too), full reference
+# ("[text][label]") or autolink ("<https://...>").  "[x]" alone (a task box, a shortcut reference)
+# and "<text>" are not: a list of them is no menu.
+_LINK_RE = re.compile(
+    r"!?\[(?:[^\[\]\\]|\\.|\[(?:[^\[\]\\]|\\.)*\])*\]"
+    r"(?:\((?:[^()\\]|\\.|\([^()]*\))*\)|\[(?:[^\[\]\\]|\\.)+\])"
+    r"|<[A-Za-z][A-Za-z0-9+.-]{1,31}:[^<>\s]*>")
+_ITEM_MARKER_RE = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)", re.MULTILINE)
+# Texinfo's menus in plain text (Info files): "* Menu:", then entries "* Node::  description" or,
+# inside a menu, "* Entry: Node.  description", whose description may wrap onto indented lines.
+_TEXINFO_MENU_RE = re.compile(r"^\* Menu:[ \t]*$")
+_TEXINFO_ENTRY_RE = re.compile(r"^\* [^:\n]+::")
+_TEXINFO_NAMED_ENTRY_RE = re.compile(r"^\* [^:\n]+:[ \t]+(?:\([^()\n]+\))?[^.,\t\n]+[.,\t]")
 
 
 def heading_of(line: str) -> tuple[int, str] | None:
@@ -103,6 +128,8 @@ class _Reader(LineReader):
     def __init__(self, text: str, *, plain_headings: bool = False) -> None:
         super().__init__(text)
         self.plain = PlainHeadings(self.lines) if plain_headings and not has_markdown_headings(self.lines) else None
+        self.plain_text = plain_headings
+        self.in_texinfo_menu = False  # the last block was a texinfo "* Menu:" or one of its entries
 
     def read(self) -> DraftNode:
         while self.i < len(self.lines):
@@ -116,20 +143,23 @@ class _Reader(LineReader):
                 self._fence()
             elif _COMMENT_START_RE.match(line):
                 self._comment()
-            elif heading_of(line):
-                self._atx_heading(*heading_of(line))  # type: ignore[misc]
+            elif (atx := self._atx(self.i)) is not None:
+                self._atx_heading(*atx)
             elif self._starts_table():
                 self._table()
             elif _QUOTE_RE.match(line):
                 self._quote()
             elif _LIST_RE.match(line):
                 self._list_item()
+                continue  # (a list item keeps a texinfo menu open)
             elif (definition_end := self._definition_end(self.i)) is not None:
                 self._definitions(definition_end)
             elif _MYST_TARGET_RE.match(line):
                 self._markup(self.i, self.i + 1)
             else:
                 self._paragraph()
+            if not _is_blank(line):
+                self.in_texinfo_menu = False
         self._trailing_markup()
         return self.root
 
@@ -215,11 +245,31 @@ class _Reader(LineReader):
             self._leaf("paragraph", self.i, end, metadata={"directive": name})
         self.i = end
 
+    def _atx(self, i: int) -> tuple[int, str] | None:
+        """(level, text) if line ``i`` is an ATX heading, else None.
+
+        In plain text a ``#`` line right under a line of text (a root prompt under a command, a
+        comment in a shell session) is no heading, nor is one of a run of ``#`` lines of one
+        level (a comment block): read as headings, each was a section with nothing under it.
+        """
+        heading = heading_of(self.lines[i])
+        if heading is None or not self.plain_text:
+            return heading
+        above = self.lines[i - 1] if i else ""
+        below = self.lines[i + 1] if i + 1 < len(self.lines) else ""
+        above_heading, below_heading = heading_of(above), heading_of(below)
+        if above.strip() and above_heading is None:
+            return None
+        if any(h is not None and h[0] == heading[0] for h in (above_heading, below_heading)):
+            return None
+        return heading
+
     def _interrupts(self, line: str) -> bool:
+        """Whether ``line`` (the current line) ends the block before it."""
         return bool(
             _is_blank(line)
             or _FENCE_RE.match(line)
-            or heading_of(line)
+            or self._atx(self.i)
             or _QUOTE_RE.match(line)
             or _LIST_RE.match(line)
             or _COMMENT_START_RE.match(line)
@@ -280,7 +330,34 @@ class _Reader(LineReader):
             if self._interrupts(line) or self._starts_table():
                 break
             self.i += 1  # lazy continuation line
-        self._leaf("item", start, self.i)
+        self._leaf(self._item_kind(start, self.i), start, self.i)
+
+    def _item_kind(self, start: int, stop: int) -> str:
+        """"menu" for an item of links only or a texinfo menu's entry (see _common.MENU_KIND), else "item"."""
+        lines = self.lines[start:stop]
+        if self.plain_text and self._texinfo_menu_item(lines):
+            return MENU_KIND
+        self.in_texinfo_menu = False
+        return MENU_KIND if only_links("\n".join(lines), _LINK_RE, _ITEM_MARKER_RE) else "item"
+
+    def _texinfo_menu_item(self, lines: list[str]) -> bool:
+        """Whether an item is texinfo's "* Menu:" or one of its entries (plain text only).
+
+        An entry's description may wrap onto indented lines; after a blank line only a menu
+        comment may follow (a title such as " -- The Detailed Node Listing --", one short line
+        that is no sentence), anything else is content.  "* Entry: Node." is an entry only
+        inside a menu ("* Note: read this." is not).
+        """
+        while lines and _is_blank(lines[-1]):
+            lines = lines[:-1]
+        first, rest = lines[0], lines[1:]
+        if _TEXINFO_MENU_RE.match(first):
+            self.in_texinfo_menu = not rest
+        elif _TEXINFO_ENTRY_RE.match(first) or (self.in_texinfo_menu and _TEXINFO_NAMED_ENTRY_RE.match(first)):
+            self.in_texinfo_menu = _entry_continues(rest)
+        else:
+            self.in_texinfo_menu = False
+        return self.in_texinfo_menu
 
     def _paragraph(self) -> None:
         """Lines up to the next blank line or block start, or a setext heading if they are underlined."""
@@ -291,9 +368,17 @@ class _Reader(LineReader):
         self.i += 1
         while self.i < len(self.lines):
             line = self.lines[self.i]
-            underline = _SETEXT_UNDERLINE_RE.match(line) if may_be_heading else None
+            # (in plain text a title is one line, or one under an overline of "*" as coreutils'
+            # README writes them: several lines over a rule are a paragraph and a rule)
+            one_line = (not self.plain_text or self.i == start + 1
+                        or (self.i == start + 2 and _PLAIN_UNDERLINE_RE.match(first) is not None))
+            underline = _SETEXT_UNDERLINE_RE.match(line) if may_be_heading and one_line else None
             if underline:
                 self._setext_heading(start, 1 if underline.group(1)[0] == "=" else 2)
+                return
+            if (may_be_heading and self.plain_text and self.i == start + 1 and _PLAIN_UNDERLINE_RE.match(line)
+                    and len(line.rstrip()) >= len(first.rstrip()) and any(c.isalnum() for c in first)):
+                self._setext_heading(start, 1)
                 return
             if self._interrupts(line):
                 break
@@ -304,6 +389,19 @@ class _Reader(LineReader):
         """Lines ``start`` up to the underline at ``self.i`` as one heading of ``level``."""
         text = " ".join(line.strip() for line in self.lines[start : self.i]).strip()
         self._heading(start, self.i + 1, level, text)
+
+
+def _entry_continues(lines: list[str]) -> bool:
+    """Whether ``lines`` after a texinfo menu entry's first line are its description's indented lines,
+    then at most one menu comment after a blank line (see :meth:`_Reader._texinfo_menu_item`)."""
+    if any(_is_blank(line) for line in lines):
+        blank = next(i for i, line in enumerate(lines) if _is_blank(line))
+        comment = [line for line in lines[blank:] if not _is_blank(line)]
+        words = comment[0].split() if len(comment) == 1 else []
+        if not 0 < len(words) <= 12 or words[-1].endswith((".", ":")):
+            return False
+        lines = lines[:blank]
+    return all(line[:1].isspace() for line in lines)
 
 
 def parse_markdown(text: str, source: str, *, title: str | None = None,

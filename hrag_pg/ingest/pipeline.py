@@ -25,6 +25,7 @@ from .flatten import FlatDocument, flatten
 from .groups import group_wide_parents
 from .limits import enforce_parent_limit
 from .loaders import load_document
+from .navigation import demote_navigation, join_menu_runs
 from .packing import join_lead_ins, pack_short_leaves
 from .tokens import DEFAULT_COUNTER, CachedCounter, TokenCounter
 from .tree import DocumentTree
@@ -100,8 +101,11 @@ def refine(
 ) -> DocumentTree:
     """Apply the child strategy and the parent size limit to a parsed tree."""
     headings = options.child == "paragraph" and tree.metadata.get("strategy") == "headings"
+    join_menu_runs(tree)
     if options.join_lead_ins and headings:
         join_lead_ins(tree, max_tokens=options.max_child_tokens, counter=counter)
+    # (after the lead-ins: a list of links a lead-in introduces is its content)
+    demote_navigation(tree, lone_headings=tree.metadata.get("strategy") == "headings")
     if options.pack_tokens and headings:
         pack_short_leaves(tree, pack_tokens=options.pack_tokens, counter=counter)
     if options.child == "sentence":

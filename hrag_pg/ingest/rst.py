@@ -16,7 +16,9 @@ directives, transitions, a lone ``::``, and Sphinx's file-wide metadata
 such as ``:orphan:`` before the first title) is kept in the next node's
 separator, so the root's full text is still the document; before the first
 node or after the last it is a markup leaf, which is not searched (see
-:mod:`hrag_pg.ingest.tree`).
+:mod:`hrag_pg.ingest.tree`).  A list item holding only cross-references and
+hyperlink references (a hand-written table of contents) is a "menu" leaf,
+stored but not searched either (:mod:`hrag_pg.ingest.navigation`).
 
 This is a line-oriented reader for the common subset of reStructuredText,
 not docutils: anything it does not recognise is read as a paragraph, which
@@ -28,7 +30,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hrag_pg.ingest._common import LineReader, directive_kind, lone_title
+from hrag_pg.ingest._common import MENU_KIND, LineReader, directive_kind, lone_title, only_links
 from hrag_pg.ingest._common import is_blank as _is_blank
 from hrag_pg.ingest.tree import MARKUP_KIND, DocumentTree, DraftNode
 
@@ -42,6 +44,16 @@ _FOOTNOTE_RE = re.compile(r"^\.\.[ \t]+\[[^\]]+\]")
 _LIST_RE = re.compile(r"^[ \t]*(?:[-*+•‣⁃]|\(?(?:\d+|[a-zA-Z#]|[ivxlcdmIVXLCDM]+)[.)])(?:[ \t]+|$)")
 _GRID_TABLE_RE = re.compile(r"^[ \t]*\+[-=+]+\+[ \t]*$")
 _SIMPLE_TABLE_RE = re.compile(r"^[ \t]*=+(?:[ \t]+=+)+[ \t]*$")
+# A cross-reference (":doc:`install`", ":ref:`usage <label>`", ":func:`open`") or a hyperlink
+# reference ("`Bug tracker <https://...>`_", "`name`_", "`anonymous`__"): a list of nothing else is
+# a menu.  Roles that format text instead of pointing somewhere (":code:", ":file:") are no links.
+_NOT_LINK_ROLES = ("code", "math", "emphasis", "strong", "literal", "sub", "sup", "subscript", "superscript",
+                   "title-reference", "t", "abbr", "kbd", "file", "samp", "command", "program", "dfn",
+                   "guilabel", "menuselection", "mimetype", "regexp", "makevar")
+_REFERENCE_RE = re.compile(
+    rf"(?::(?!(?:{'|'.join(_NOT_LINK_ROLES)}):)[\w.+-]+(?::[\w.+-]+)?:`(?:[^`\\]|\\.)+`"
+    r"|`(?:[^`\\]|\\.)+`__?)(?![\w`])")
+_ITEM_MARKER_RE = re.compile(_LIST_RE.pattern, re.MULTILINE)
 # Sphinx's file-wide metadata, a field list before the first title or paragraph (":orphan:").
 _FILE_METADATA_RE = re.compile(r"^:(?:orphan|nocomments|nosearch|tocdepth):(?:[ \t].*)?$")
 
@@ -80,7 +92,7 @@ class _Reader(LineReader):
             elif _EXPLICIT_RE.match(line):
                 self._explicit()
             elif _LIST_RE.match(line):
-                self._indented_block("item")
+                self._list_item()
             else:
                 self._paragraph()
         self._trailing_markup()
@@ -138,6 +150,13 @@ class _Reader(LineReader):
         start = self.i
         self.i = self._body_end(start, _indent(self.lines[start]) if base is None else base)
         self._leaf(kind, start, self.i, **fields)
+
+    def _list_item(self) -> None:
+        """An item with its indented lines: a menu entry if it holds only references."""
+        start = self.i
+        self.i = self._body_end(start, _indent(self.lines[start]))
+        text = "\n".join(self.lines[start:self.i])
+        self._leaf(MENU_KIND if only_links(text, _REFERENCE_RE, _ITEM_MARKER_RE) else "item", start, self.i)
 
     def _explicit(self) -> None:
         """A directive, footnote, comment or hyperlink target (``..`` markup) with its indented body."""

@@ -165,7 +165,11 @@ html_comment = st.tuples(st.lists(st.one_of(words, heading, st.just("  - v1.2.3"
 link_definitions = st.lists(st.tuples(st.sampled_from(ENGLISH), st.sampled_from(
     ["https://example.org", "#anchor", '<a b> "Title"', "\n  <#on-the-next-line>\n  'title'"])),
     min_size=1, max_size=3).map(lambda defs: "\n".join(f"[{label}]: {target}" for label, target in defs))
-markdown_block = st.one_of(heading, heading, paragraph(), paragraph(), list_block, code_block, table, quote,
+#: A table of contents: items of links only (menus, stored as markup unless nothing else is searched).
+link_list = st.lists(st.tuples(st.sampled_from(["-", "*", "1.", "  -"]), st.sampled_from(ENGLISH),
+                               st.sampled_from(["(#anchor)", "(other.md)", "[ref]"])),
+                     min_size=1, max_size=4).map(lambda items: "\n".join(f"{m} [{w}]{t}" for m, w, t in items))
+markdown_block = st.one_of(heading, heading, paragraph(), paragraph(), list_block, link_list, code_block, table, quote,
                            long_line, st.just("#"), st.just("---"), html_comment, st.just("<!--type=module-->"),
                            link_definitions, st.just("[^1]: a footnote"), st.just("(a-target)="),
                            st.just("```{toctree}\n:hidden:\nindex\n```"), st.just("```{note}\nA note. Two.\n```"),
@@ -197,8 +201,12 @@ rst_markup = st.sampled_from([".. a comment\n   that goes on", ".. _target: http
                               "..", "::", ".. |name| replace:: text"])
 rst_table = st.lists(words, min_size=1, max_size=3).map(
     lambda rows: "=====  =====\na      b\n=====  =====\n" + "\n".join(f"{r}  x" for r in rows) + "\n=====  =====")
-rst_block = st.one_of(rst_title(), rst_title(), paragraph(), paragraph(), list_block, rst_literal, rst_directive,
-                      rst_markup, rst_table, long_line)
+rst_references = st.lists(st.tuples(st.sampled_from(["-", "*", "1."]), st.sampled_from(ENGLISH),
+                                     st.sampled_from([":doc:`{}`", "`{} <https://example.org>`_", ":ref:`{}`"])),
+                           min_size=1, max_size=3).map(
+    lambda items: "\n".join(f"{m} {r.format(w)}" for m, w, r in items))
+rst_block = st.one_of(rst_title(), rst_title(), paragraph(), paragraph(), list_block, rst_references, rst_literal,
+                      rst_directive, rst_markup, rst_table, long_line)
 
 
 @st.composite

@@ -247,3 +247,26 @@ def test_markup_leaves_are_stored_whole_not_searched_and_not_reported_as_unembed
     lexical = sql.execute("SELECT count(*) FROM hrag.search_hybrid(%s::real[]::vector, 'settimeoutzanzibar') "
                           "WHERE lexical_score > 0", (vector,)).fetchone()[0]
     assert lexical == 0
+
+
+_NAVIGATION = ("# Tool\n\nTool converts files.\n\n- [Install](#install)\n- [Zanzibar threads](#threads)\n\n"
+               "## Install\n\nRun the installer as root.\n\n## Quixotic options\n\n## Threads\n\n"
+               "Tool is thread safe.\n")
+
+
+def test_menus_and_lone_headings_are_stored_in_their_sections_not_searched_and_not_reported(
+    hrag: HRAG, sql: psycopg.Connection, tmp_path: Path
+) -> None:
+    path = tmp_path / "tool.md"
+    path.write_text(_NAVIGATION, encoding="utf-8")
+    assert hrag.ingest([path], stop_on_error=True).results[0].status == "created"
+    markup = sql.execute("SELECT depth, embedding IS NULL, lexical_hashes IS NULL, metadata->>'source_kind', content "
+                         "FROM hrag.nodes WHERE kind = 'markup' ORDER BY seq").fetchall()
+    assert markup == [(2, True, True, "menu", "- [Install](#install)\n- [Zanzibar threads](#threads)"),
+                      (2, True, True, "section", "## Quixotic options")]
+    assert hrag.repository.node_text(root_id(sql, path)) == _NAVIGATION.rstrip("\n")
+    assert hrag.repository.check_integrity() == []
+    for word in ("zanzibar", "quixotic"):  # neither the menu's words nor the lone heading's are searched
+        vector = hrag.embedder.embed([word])[0].tolist()
+        assert sql.execute("SELECT count(*) FROM hrag.search_hybrid(%s::real[]::vector, %s) WHERE lexical_score > 0",
+                           (vector, word)).fetchone()[0] == 0

@@ -208,3 +208,17 @@ def test_a_page_that_is_only_navigation_keeps_it_as_its_content() -> None:
     assert "Chapter 1" in text and "1. Introduction" in text and "2. Using the core" in text
     assert "¶" not in text
     assert_leaves_nonempty(tree)
+
+
+def test_publican_navigation_lists_are_not_content() -> None:
+    # the Debian handbook (Publican): "Prev", the book's title and "Next" in ul.docnav, top and bottom
+    tree = parse_html(
+        '<ul class="docnav top"><li class="previous"><a href="p.html"><strong>Prev</strong></a></li>'
+        '<li class="home">The Handbook</li><li class="next"><a href="n.html"><strong>Next</strong></a></li></ul>'
+        '<h1>A. Derivative Distributions</h1><p>Many distributions derive from Debian.</p>'
+        '<ul class="docnav"><li class="up"><a href="#"><strong>Up</strong></a></li></ul>',
+        "x",
+    )
+    text = tree.root.full_text()
+    assert "Prev" not in text and "Next" not in text and "Up" not in text and "The Handbook" not in text
+    assert "Many distributions derive from Debian." in text

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hrag_pg.ingest.markdown import parse_markdown
 from hrag_pg.ingest.packing import join_lead_ins, pack_short_leaves
 from hrag_pg.ingest.pipeline import IngestOptions, prepare_tree
+from hrag_pg.ingest.rst import parse_rst
 from hrag_pg.ingest.tokens import ApproximateTokenCounter
 from hrag_pg.ingest.tree import DocumentTree
 
@@ -136,3 +137,88 @@ def test_ingest_options_refuse_the_ranges_the_cli_refuses_naming_the_python_argu
                          ({"max_parent_tokens": 0}, "max_parent_tokens"), ({"window_tokens": 10**6}, "window_tokens")):
         with pytest.raises(InvalidArgument, match=name):
             IngestOptions(**kwargs)  # type: ignore[arg-type]
+
+
+# -- a lead-in and the indented command it introduces (issue 40, item 2a) ---------------------------
+# The pattern of OpenSSL's HOWTO/keys.txt and of README files: a sentence ending with a colon, the
+# command on an indented line of its own, then the paragraph that explains it.
+_COMMAND_PAGE = """Keys
+
+Generating a key is easy, all you have to do is the following:
+
+  tool genkey -out key.pem 2048
+
+With this variant, you will be prompted for a password.
+
+You can list the supported curves with:
+
+  tool curves
+"""
+
+
+def _children_of_plain_text(text: str, source: str = "keys.txt") -> list[str]:
+    tree = parse_markdown(text, source, plain_headings=True)
+    return _leaf_texts(join_lead_ins(tree, max_tokens=150, counter=COUNTER))
+
+
+def test_a_lead_in_keeps_the_indented_command_it_introduces() -> None:
+    assert _children_of_plain_text(_COMMAND_PAGE) == [
+        "Generating a key is easy, all you have to do is the following:\n\n  tool genkey -out key.pem 2048",
+        "With this variant, you will be prompted for a password.",
+        "You can list the supported curves with:\n\n  tool curves",
+    ]
+
+
+def test_an_indented_command_is_not_glued_to_the_paragraph_after_it() -> None:
+    # no colon before it: the command stays a child of its own, the explanation after it too
+    text = "Keys\n\nRun the command below.\n\n  tool genkey -out key.pem\n\nIt asks for a password.\n"
+    assert _children_of_plain_text(text) == [
+        "Run the command below.", "  tool genkey -out key.pem", "It asks for a password."]
+
+
+def test_a_markdown_lead_in_keeps_the_indented_code_line_it_introduces() -> None:
+    tree = _doc(["Create the key as follows:", "    tool genkey -out key.pem", "It asks for a password.",
+                 "Then list the curves:", "    tool curves"])
+    assert _leaf_texts(join_lead_ins(tree, max_tokens=150, counter=COUNTER)) == [
+        "Create the key as follows:\n\n    tool genkey -out key.pem", "It asks for a password.",
+        "Then list the curves:\n\n    tool curves"]
+
+
+def test_an_rst_lead_in_keeps_the_indented_block_after_a_single_colon() -> None:
+    text = ("Keys\n====\n\nCreate the key as follows::\n\n    tool genkey\n\nIt asks for a password.\n\n"
+            "To list the curves, run:\n\n.. code-block:: sh\n\n    tool curves\n\nOne curve per line.\n\n"
+            "Or this:\n\n    tool version\n\nThe end.\n")
+    tree = join_lead_ins(parse_rst(text, "keys.rst"), max_tokens=150, counter=COUNTER)
+    assert _leaf_texts(tree) == [
+        "Create the key as follows::\n\n    tool genkey", "It asks for a password.",
+        "To list the curves, run:\n\n.. code-block:: sh\n\n    tool curves", "One curve per line.",
+        "Or this:\n\n    tool version", "The end."]
+
+
+def test_a_term_indented_no_deeper_than_its_description_is_still_a_term() -> None:
+    # a plain-text definition list after a lead-in: the term joins its description, not the lead-in
+    text = "Usage\n\nThe options are:\n\n  -v, --verbose\n\n      Print every step.\n\nThat is all.\n"
+    assert _children_of_plain_text(text) == [
+        "The options are:", "  -v, --verbose\n\n      Print every step.", "That is all."]
+
+
+def test_a_paragraph_that_does_not_end_a_sentence_leads_in_the_indented_block_after_it() -> None:
+    # README.Debian's "… can be found in the directory" over an indented path; "e.g." over a command
+    text = ("Docs\n\nThe upstream documentation can be found after installation\nof the doc package in the directory"
+            "\n\n\t/usr/share/doc/tool/html\n\nIt will move some day.\n\n"
+            "The branch is ready to be built, e.g.\n\n $ dpkg-buildpackage -uc -us\n\nThat is all.\n")
+    assert _children_of_plain_text(text) == [
+        "The upstream documentation can be found after installation\nof the doc package in the directory"
+        "\n\n\t/usr/share/doc/tool/html",
+        "It will move some day.",
+        "The branch is ready to be built, e.g.\n\n $ dpkg-buildpackage -uc -us",
+        "That is all."]
+
+
+def test_a_label_travels_with_a_lead_in_and_the_block_it_introduces() -> None:
+    # a heading the plain-text reader took for a line (linuxdoc's "  3.2.  Qualifiers") over a lead-in
+    text = ("Guide\n\n  3.2.  Qualifiers\n\n  Qualifiers pass extra information, as in a function\n\n"
+            "      define plot (x, y)\n\n  It takes two arrays.\n")
+    assert _children_of_plain_text(text) == [
+        "  3.2.  Qualifiers\n\n  Qualifiers pass extra information, as in a function\n\n      define plot (x, y)",
+        "  It takes two arrays."]
