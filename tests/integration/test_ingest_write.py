@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import psycopg
 import pytest
+import sqlalchemy as sa
 from pgvector.psycopg import register_vector
 
 import hrag_pg.repository as repository_module
@@ -410,6 +411,112 @@ def test_failing_embedder_half_way_writes_nothing(
     assert len(broken.texts) == 256 and broken.calls == 2
     assert_same(before, snapshot(sql, path))
     assert node_count(sql) == len(before["nodes"])
+
+
+#: A test-only trigger that counts the UPDATEs of hrag.nodes and raises on the one numbered in
+#: public.test_fail_at (none if NULL): a failure injected at a chosen row of an in-place rewrite.
+_FAIL_ON_NTH_NODE_UPDATE = """
+CREATE SEQUENCE public.test_node_updates;
+CREATE TABLE public.test_fail_at (n bigint);
+INSERT INTO public.test_fail_at VALUES (NULL);
+CREATE FUNCTION public.test_count_node_update() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    k bigint := nextval('public.test_node_updates');
+BEGIN
+    IF k = (SELECT n FROM public.test_fail_at) THEN
+        RAISE EXCEPTION 'injected failure at UPDATE % of hrag.nodes', k;
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER test_count_node_update BEFORE UPDATE ON hrag.nodes
+    FOR EACH ROW EXECUTE FUNCTION public.test_count_node_update();
+CREATE FUNCTION public.test_fail_terms() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'injected failure writing the lexical statistics (term %)', NEW.term;
+END $$;
+"""
+
+
+def _node_updates(sql: psycopg.Connection) -> int:
+    """UPDATEs of hrag.nodes counted since the last reset (rolled back ones included: sequences are not)."""
+    last, called = sql.execute("SELECT last_value, is_called FROM public.test_node_updates").fetchone()
+    return last if called else 0
+
+
+def _stored_rows(sql: psycopg.Connection, source: str) -> list[tuple[Any, ...]]:
+    """Every column an in-place rewrite touches, for every node of the source, in order."""
+    return sql.execute(
+        "SELECT n.id, n.kind, n.title, n.heading_path, n.content, n.token_count, n.content_hash, n.metadata, "
+        "n.subtree_tokens, n.separator, n.embedding::text FROM hrag.nodes n "
+        "JOIN hrag.documents d ON d.id = n.document_id WHERE d.source = %s ORDER BY n.seq", (source,),
+    ).fetchall()
+
+
+@pytest.mark.parametrize("failure", ["at the 7th of the rewritten rows", "after the last row, in the statistics"])
+def test_a_failure_inside_an_in_place_rewrite_keeps_the_previous_version_whole_and_a_retry_succeeds(
+    hrag: HRAG, sql: psycopg.Connection, failure: str
+) -> None:
+    """Re-ingesting a document of the same shape UPDATEs its rows in place, in the document's one transaction.
+
+    A trigger installed by the test makes the rewrite fail at a chosen point:
+    on the 7th row UPDATEd (six rewritten before it, more after), or once every
+    row is rewritten, when the lexical statistics are written.  The previous
+    version must stay whole and readable (rows, hashes, embeddings, full text,
+    retrieval, a clean integrity check) with nothing of the new one, and the
+    same write must succeed once the failure is gone.  A rewrite that committed
+    rows one by one (or before the statistics) fails this test.
+    """
+    source = "inplace/handbook.md"
+    version_1 = handbook(3, 5)
+    edits = {(s, p): f"Rule {s}.{p} in version two: visitors show badge B-{s}{p} at gate {p}."
+             for s in range(3) for p in range(5)}
+    version_2 = handbook(3, 5, edits=edits)
+    probe = HashingEmbedder()
+    ids = [[n.id for n in flat(text, source, probe).nodes] for text in (version_1, version_2)]
+    assert ids[0] == ids[1], "same shape: the rewrite is in place"
+    assert hrag.ingest_tree(parse_markdown(version_1, source)).status == "created"
+    root = root_id(sql, source)
+    before = snapshot(sql, source)
+    rows_before = _stored_rows(sql, source)
+    assert hrag.node_text(root) == version_1.strip()
+    assert hrag.repository.check_integrity() == []
+
+    sql.execute(_FAIL_ON_NTH_NODE_UPDATE)
+    if failure.startswith("at the 7th"):
+        sql.execute("UPDATE public.test_fail_at SET n = 7")
+    else:
+        sql.execute("CREATE TRIGGER test_fail_terms BEFORE INSERT ON hrag.document_terms "
+                    "FOR EACH ROW EXECUTE FUNCTION public.test_fail_terms()")
+    # (the server's error as the driver raised it: psycopg's from the rows' UPDATEs, SQLAlchemy's from a statement)
+    with pytest.raises((psycopg.errors.RaiseException, sa.exc.DBAPIError), match="injected failure") as raised:
+        hrag.ingest_tree(parse_markdown(version_2, source))
+    updated_when_it_failed = _node_updates(sql)
+    assert updated_when_it_failed > 0, f"the rewrite was not in place (no row UPDATEd): {raised.value}"
+
+    # The previous version, whole: every row and vector, the full text, retrieval, the statistics.
+    assert_same(before, snapshot(sql, source))
+    assert _stored_rows(sql, source) == rows_before
+    assert sql.execute("SELECT count(*) FROM hrag.nodes WHERE content LIKE '%%version two%%'").fetchone()[0] == 0
+    assert hrag.node_text(root) == version_1.strip()
+    results = hrag.parent_child("visitors show a badge at the gate", top_k_children=10, max_parents=3)
+    assert results and all("version two" not in r.content for r in results)
+    assert {r.content for r in results} <= {hrag.node_text(r.node_id) for r in results}
+    assert hrag.repository.check_integrity() == []
+
+    # The same write, the failure gone: it succeeds, in place (same ids), with every row rewritten.
+    sql.execute("UPDATE public.test_fail_at SET n = NULL")
+    sql.execute("DROP TRIGGER IF EXISTS test_fail_terms ON hrag.document_terms")
+    sql.execute("SELECT setval('public.test_node_updates', 1, false)")
+    result = hrag.ingest_tree(parse_markdown(version_2, source))
+    assert result.status == "updated"
+    rewritten = _node_updates(sql)
+    if failure.startswith("at the 7th"):
+        assert updated_when_it_failed == 7 < rewritten, "the failure came half-way through the rewrite"
+    else:
+        assert updated_when_it_failed == rewritten, "the failure came after every row was rewritten"
+    assert [r[0] for r in _stored_rows(sql, source)] == [r[0] for r in rows_before]
+    assert hrag.node_text(root) == version_2.strip()
+    assert hrag.repository.check_integrity() == []
 
 
 def test_embedder_returning_nan_is_refused_before_anything_is_written(

@@ -347,3 +347,65 @@ def test_a_question_without_its_vector_is_answered_by_its_terms_and_says_so(conn
 
     with pytest.raises(psycopg.errors.NullValueNotAllowed, match='argument "query" must not be NULL'):
         conn.execute("SELECT * FROM hrag.retrieve(NULL, NULL, 2000)")
+
+
+# ------------------------------------------------------- the budget's edges, by example
+#
+# The manual of _manual(): notes 6 x 60 tokens (section 361), members 5 x 100 (section 501),
+# filler 20 x 100; 2,863 tokens in all.  Each case sits at one edge of the rule "never more
+# than max_tokens in total": the budget exactly filled, and the same question one token short.
+# Every hit taken here is worth its tokens (hrag.auto_token_cost, auto_passage_cost), so the
+# budget, a ceiling, is what stops the selection.
+
+_EDGES = [
+    pytest.param({"note0": 0.80, "member1": 0.79, "other3": 0.78}, 260, {"note0", "member1", "other3"},
+                 id="three hits fill the budget exactly"),
+    pytest.param({"note0": 0.80, "member1": 0.79, "other3": 0.78}, 259, {"note0", "member1"},
+                 id="one token short the third hit is left out"),
+    pytest.param({"member0": 0.80, "note3": 0.78, "member1": 0.77, "member2": 0.76, "member3": 0.75,
+                  "member4": 0.74}, 561, {"membership", "note3"},
+                 id="a section and the reserved hit elsewhere fill the budget exactly"),
+    pytest.param({"member0": 0.80, "note3": 0.78, "member1": 0.77, "member2": 0.76, "member3": 0.75,
+                  "member4": 0.74}, 560, {"note3", "member0", "member1", "member2", "member3", "member4"},
+                 id="one token short the reserved hit keeps its room and the hits fill the budget exactly"),
+    pytest.param({"note0": 0.80, "note1": 0.70, "note2": 0.69, "member2": 0.60}, 361, {"notes"},
+                 id="a section replacing its taken hit fills the budget exactly"),
+    pytest.param({"note0": 0.80, "note1": 0.70, "note2": 0.69, "member2": 0.78}, 461, {"notes", "member2"},
+                 id="the replaced hit's tokens are given back and the next hit fills the budget exactly"),
+    pytest.param({"member0": 0.80, "note0": 0.70}, 60, {"note0"},
+                 id="a smaller hit that fits is taken not the better one that does not"),
+]
+
+
+@pytest.mark.parametrize(("hits", "budget", "expected"), _EDGES)
+def test_the_budget_is_filled_up_to_its_last_token_and_never_past_it(
+    conn: psycopg.Connection, hits: dict[str, float], budget: int, expected: set[str]
+) -> None:
+    root = _manual()
+    built = insert_tree(conn, root)
+    key_of = {v: k for k, v in built.ids.items()}
+    tokens, ancestors = _tokens(root), _ancestors(root)
+    rows = conn.execute("SELECT node_id, token_count, reason FROM hrag.retrieve_hits(%s, %s::real[], %s)",
+                        ([built.ids[k] for k in hits], list(hits.values()), budget)).fetchall()
+    got = [key_of[r[0]] for r in rows]
+    assert [r[1] for r in rows] == [tokens[k] for k in got]
+    assert sum(tokens[k] for k in got) <= budget, f"{got} hold {sum(tokens[k] for k in got)} tokens"
+    assert not any(ancestors[k] & set(got) for k in got)
+    assert not any(r[2].startswith("over budget") for r in rows)
+    assert set(got) == expected
+    assert len(got) == len(expected)
+
+
+def test_only_a_best_hit_larger_than_the_whole_budget_is_returned_over_it_and_flagged(
+    conn: psycopg.Connection,
+) -> None:
+    built = insert_tree(conn, _manual())
+    key_of = {v: k for k, v in built.ids.items()}
+    hits = {"note0": 0.80, "member0": 0.70}  # 60 and 100 tokens
+    sql = "SELECT node_id, token_count, reason FROM hrag.retrieve_hits(%s, %s::real[], %s)"
+    params = ([built.ids[k] for k in hits], list(hits.values()))
+    rows = conn.execute(sql, (*params, 59)).fetchall()
+    assert [(key_of[r[0]], r[1], r[2]) for r in rows] == [
+        ("note0", 60, "over budget: the best hit alone is larger than max_tokens")]
+    rows = conn.execute(sql, (*params, 60)).fetchall()
+    assert [(key_of[r[0]], r[1], r[2]) for r in rows] == [("note0", 60, "direct hit")], "at 60 it fits: no flag"

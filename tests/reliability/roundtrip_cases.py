@@ -113,6 +113,8 @@ long_line = st.one_of(
     st.lists(st.sampled_from(JAPANESE), min_size=60, max_size=120).map("".join),
 )
 line_end = st.sampled_from(["", "", "", " ", "  ", "\t"])  # trailing whitespace on a line is text too
+#: A blank line inside code: empty, or indented (spaces, a tab) as editors leave them.
+code_blank = st.sampled_from(["", "    ", "        ", "\t", "  \t"])
 
 
 @st.composite
@@ -148,10 +150,18 @@ heading = st.tuples(st.integers(1, 6), st.lists(st.sampled_from(ENGLISH + JAPANE
                     ).map(lambda t: f"{t[2]}{'#' * t[0]} {' '.join(t[1])}{t[3]}")
 list_block = st.lists(st.tuples(st.sampled_from(["-", "*", "1.", "2)", "  -", "    *"]), words),
                       min_size=1, max_size=4).map(lambda items: "\n".join(f"{m} {w}" for m, w in items))
-code_block = st.lists(st.sampled_from(["# a comment, not a heading", "## neither is this", "x = 1", "",
-                                       "def helper(x):", "    return x  # trailing", "class Thing:",
-                                       "@decorator", "print('# hash in a string')", "    "]),
-                      min_size=1, max_size=8).map(lambda lines: "```python\n" + "\n".join(lines) + "\n```")
+code_block = st.tuples(
+    st.sampled_from(["```", "~~~"]),
+    st.lists(st.sampled_from(["# a comment, not a heading", "## neither is this", "x = 1", "",
+                              "def helper(x):", "    return x  # trailing", "class Thing:",
+                              "@decorator", "print('# hash in a string')", "    ",
+                              "x = 1  ", "    return x\t", "\ty = 2 \t", "\t", "  \t"]),
+             min_size=1, max_size=8),
+).map(lambda t: f"{t[0]}python\n" + "\n".join(t[1]) + f"\n{t[0]}")
+#: Indented code (read as a paragraph, which loses no text): trailing whitespace and indented blank lines.
+indented_code = st.lists(st.sampled_from(["$ make test  ", "ok\t", "", "    ", "  nested  ", "SELECT 1;"]),
+                         min_size=1, max_size=5).map(
+    lambda lines: "    $ hrag check\t\n" + "\n".join(f"    {line}" if line else "" for line in lines))
 table = st.lists(words, min_size=1, max_size=3).map(
     lambda rows: "| a | b |\n|---|---|\n" + "\n".join(f"| {r} | x |" for r in rows))
 quote = st.lists(words, min_size=1, max_size=3).map(lambda ls: "\n".join(f"> {line}" for line in ls))
@@ -169,7 +179,8 @@ link_definitions = st.lists(st.tuples(st.sampled_from(ENGLISH), st.sampled_from(
 link_list = st.lists(st.tuples(st.sampled_from(["-", "*", "1.", "  -"]), st.sampled_from(ENGLISH),
                                st.sampled_from(["(#anchor)", "(other.md)", "[ref]"])),
                      min_size=1, max_size=4).map(lambda items: "\n".join(f"{m} [{w}]{t}" for m, w, t in items))
-markdown_block = st.one_of(heading, heading, paragraph(), paragraph(), list_block, link_list, code_block, table, quote,
+markdown_block = st.one_of(heading, heading, paragraph(), paragraph(), list_block, link_list, code_block,
+                           indented_code, table, quote,
                            long_line, st.just("#"), st.just("---"), html_comment, st.just("<!--type=module-->"),
                            link_definitions, st.just("[^1]: a footnote"), st.just("(a-target)="),
                            st.just("```{toctree}\n:hidden:\nindex\n```"), st.just("```{note}\nA note. Two.\n```"),
@@ -192,7 +203,8 @@ def rst_title(draw: st.DrawFn) -> str:
     return f"{rule}\n{text}\n{rule}" if draw(st.booleans()) else f"{text}\n{rule}"
 
 
-rst_literal = st.tuples(paragraph(), st.lists(st.sampled_from(["x = 1", "SELECT 1;", "", "  nested"]),
+rst_literal = st.tuples(paragraph(), st.lists(st.sampled_from(["x = 1", "SELECT 1;", "", "  nested", "x = 1  ",
+                                                               "\t", "  nested\t"]),
                                               min_size=1, max_size=4)
                         ).map(lambda t: t[0] + "::\n\n" + "\n".join(f"    {line}" if line else "" for line in t[1]))
 rst_directive = st.tuples(st.sampled_from(["code-block:: sql", "note::", "toctree::", "image:: a.png", "warning::"]),
@@ -270,7 +282,8 @@ docstring_line = st.one_of(words, st.sampled_from([">>> def as_complex(dct):", "
 @st.composite
 def docstring(draw: st.DrawFn, indent: str) -> str:
     lines = draw(st.lists(docstring_line, min_size=1, max_size=6))
-    body = "\n".join(f"{indent}{line}".rstrip() if line else "" for line in lines[1:])
+    body = "\n".join(f"{indent}{line}".rstrip() + draw(line_end) if line else draw(st.sampled_from(["", indent]))
+                     for line in lines[1:])
     # (a one-line docstring ending in a quote would end in four: a syntax error, not a case)
     first = lines[0] + (" " if not body and lines[0].endswith('"') else "")
     return f'{indent}r"""{first}' + (f"\n{body}\n{indent}" if body else "") + '"""'
@@ -278,28 +291,31 @@ def docstring(draw: st.DrawFn, indent: str) -> str:
 
 @st.composite
 def function(draw: st.DrawFn, indent: str = "") -> str:
-    lines = [f"{indent}{c}" for c in draw(st.lists(comment, max_size=2))]
-    lines += [f"{indent}{d}" for d in draw(st.lists(decorator, max_size=2))]
+    lines = [f"{indent}{c}{draw(line_end)}" for c in draw(st.lists(comment, max_size=2))]
+    lines += [f"{indent}{d}{draw(line_end)}" for d in draw(st.lists(decorator, max_size=2))]
     prefix = draw(st.sampled_from(["def", "def", "async def"]))
-    lines.append(f"{indent}{prefix} {draw(names)}(self, x={draw(st.sampled_from(['1', 'None', repr('a#b')]))}):")
+    lines.append(f"{indent}{prefix} {draw(names)}(self, x={draw(st.sampled_from(['1', 'None', repr('a#b')]))}):"
+                 + draw(line_end))
     if draw(st.booleans()):
         lines.append(draw(docstring(indent + "    ")))
-    body = draw(st.lists(st.sampled_from(["y = x + 1", "# inner comment", "", "return x",
+    body = draw(st.lists(st.sampled_from(["y = x + 1", "# inner comment", "", "", "return x",
                                           "if x:\n{i}        return None", f"s = {'x' * 3!r}"]),
                          min_size=1, max_size=4))
-    lines += [f"{indent}    {b}".replace("{i}", indent) if b else "" for b in body]
-    lines.append(f"{indent}    return x")
+    # trailing spaces and tabs after statements, and blank lines that keep the indentation, are text too
+    lines += [f"{indent}    {b}".replace("{i}", indent) + draw(line_end) if b else draw(code_blank) for b in body]
+    lines.append(f"{indent}    return x" + draw(line_end))
     return "\n".join(lines)
 
 
-attribute = st.one_of(st.sampled_from(["x = 1", "name: str = 'a'", "items: list[int] = []"]),
+attribute = st.one_of(st.sampled_from(["x = 1", "name: str = 'a'", "items: list[int] = []", "x = 1  ", "y = 2\t"]),
                       long_line.map(lambda s: f"text = {s!r}"))
 
 
 @st.composite
 def klass(draw: st.DrawFn, indent: str = "", depth: int = 0) -> str:
     lines = [f"{indent}{d}" for d in draw(st.lists(st.sampled_from(["@dataclass", "@final"]), max_size=1))]
-    lines.append(f"{indent}class {draw(names).title()}{draw(st.sampled_from(['', '(Base)', '(Base, metaclass=M)']))}:")
+    lines.append(f"{indent}class {draw(names).title()}{draw(st.sampled_from(['', '(Base)', '(Base, metaclass=M)']))}:"
+                 + draw(line_end))
     members: list[str] = []
     if draw(st.booleans()):
         members.append(draw(docstring(indent + "    ")))
@@ -320,11 +336,13 @@ def klass(draw: st.DrawFn, indent: str = "", depth: int = 0) -> str:
             members.append(draw(klass(indent + "    ", depth + 1)))
     text = "\n".join(lines)
     for member in members:
-        text += draw(st.sampled_from(["\n", "\n", "\n\n", "\n\n\n"])) + member
+        # blank lines between members: empty or indented
+        text += draw(st.sampled_from(["\n", "\n", "\n\n", "\n\n\n", f"\n{indent}    \n", "\n\t\n"])) + member
     return text
 
 
-module_part = st.one_of(st.sampled_from(["import os", "from json import dumps", "CONSTANT = 3", "# section"]),
+module_part = st.one_of(st.sampled_from(["import os", "from json import dumps", "CONSTANT = 3", "# section",
+                                         "import os  ", "CONSTANT = 3\t", "import os\n  \nimport sys"]),
                         long_line.map(lambda s: f"TEXT = {s!r}"), function(), klass(), klass())
 
 

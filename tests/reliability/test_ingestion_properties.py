@@ -22,8 +22,10 @@ parents and wide sections) and then:
 
 from __future__ import annotations
 
+import ast
 import itertools
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -33,13 +35,14 @@ from hypothesis import strategies as st
 
 from hrag_pg.api import HRAG
 from hrag_pg.errors import IngestError
+from hrag_pg.ingest.code import parse_python
 from hrag_pg.ingest.flatten import FlatDocument
 from hrag_pg.ingest.loaders import load_document
 from hrag_pg.ingest.markdown import parse_markdown
 from hrag_pg.ingest.pipeline import IngestOptions, prepare_tree
 from hrag_pg.ingest.rst import parse_rst
 from hrag_pg.ingest.tokens import ApproximateTokenCounter
-from hrag_pg.ingest.tree import MARKUP_KIND, DraftNode
+from hrag_pg.ingest.tree import MARKUP_KIND, DocumentTree, DraftNode
 from tests.reliability.roundtrip_cases import (
     Case,
     clause_cases,
@@ -255,6 +258,37 @@ def test_the_stdlib_json_package_round_trips_exactly_before_the_database() -> No
 def test_the_normalisation_is_only_bom_line_ends_and_outer_whitespace(text: str, expected: str) -> None:
     assert normalised(text) == expected
     check_before_the_database(Case("headings", text, expected, parse_markdown), IngestOptions())
+
+
+_PYTHON_WITH_TRAILING_WHITESPACE = (
+    'class Store:  \n    """Keeps things.  \n    \n    Two lines.\t\n    """\n    x = 1  \n\n'
+    "    def load(self, key):\t\n        value = self.get(key)  \n        \n        if value is None:\t\n"
+    "            return None \n\t\n        return value\n\n\n"
+    "def helper(x):  \n    y = x + 1\t\n    \n    return y\n"
+)
+_MARKDOWN_WITH_TRAILING_WHITESPACE = (
+    "# Build\n\nRun this:\n\n```sh\nmake test  \n\t\nmake lint\t\n```\n\nOr indented:\n\n"
+    "    $ hrag check  \n    \n    ok\t\n\n~~~python\ndef f():  \n    \n    return 1\t\n~~~\n\nDone.\n"
+)
+_RST_WITH_TRAILING_WHITESPACE = "Usage\n=====\n\nRun::\n\n    make test  \n    \n    make lint\t\n\nDone.\n"
+
+
+@pytest.mark.parametrize(("text", "parse"), [
+    (_PYTHON_WITH_TRAILING_WHITESPACE, parse_python),
+    (_MARKDOWN_WITH_TRAILING_WHITESPACE, parse_markdown),
+    (_RST_WITH_TRAILING_WHITESPACE, parse_rst),
+], ids=["python", "markdown-fenced-and-indented", "rst-literal"])
+@pytest.mark.parametrize("child", ["function", "paragraph", "none"])
+def test_code_keeps_its_trailing_spaces_tabs_and_indented_blank_lines(
+    hrag: HRAG, sql: psycopg.Connection, text: str, parse: Callable[[str, str], DocumentTree], child: str
+) -> None:
+    """Whitespace at the end of a code line, and blank lines that keep their indentation, come back exactly."""
+    if parse is parse_python:
+        ast.parse(text)
+    case = Case(f"{parse.__name__}-{child}", text, normalised(text), parse)
+    opts = IngestOptions(child=child)  # type: ignore[arg-type]
+    check_before_the_database(case, opts)
+    ingest_and_check(hrag, sql, case, opts)
 
 
 def test_a_whitespace_only_edit_is_a_change_and_node_text_follows_it(hrag: HRAG, sql: psycopg.Connection) -> None:
