@@ -428,6 +428,11 @@ PROBES: dict[str, str] = {
         "ARRAY['merged'], ARRAY[1], %(b_leaves)s, %(b_docs)s, %(scores)s::real[], false)",
     "hrag._retrieve_hits(uuid[],uuid[],real[],integer)":
         "SELECT * FROM hrag._retrieve_hits(%(b_leaves)s, %(b_docs)s, %(scores)s::real[], 100000)",
+    # (revision 0026) a result too large for the budget, replaced by the best part among b's hits:
+    # the part is b's data (the result ids it names are the caller's own, here a's root).
+    "hrag._fit_budget(uuid[],integer[],uuid[],uuid[],real[],integer[],integer)":
+        "SELECT * FROM hrag._fit_budget(ARRAY[%(a_root)s]::uuid[], ARRAY[100000], %(b_leaves)s, %(b_docs)s, "
+        "%(scores)s::real[], %(ones)s::int[], 99999)",
 }
 
 #: Functions a tenant may not call at all: each must be refused (they would widen access or
@@ -532,6 +537,7 @@ def test_no_function_of_schema_hrag_returns_another_tenants_rows_listed_from_the
         "q": corpus.b_vector, "text": corpus.b_text, "b_leaves": corpus.b_leaves, "b_root": corpus.b_root,
         "scores": [1.0] * len(corpus.b_leaves), "b_doc": b_doc, "b_all_text": B_DOC,
         "b_docs": [b_doc] * len(corpus.b_leaves), "ords": list(range(1, len(corpus.b_leaves) + 1)),
+        "a_root": corpus.a_root, "ones": [1] * len(corpus.b_leaves),
     }
     probes = [(name, statement, collection) for name, statement in sorted(PROBES.items())
               for collection in ((None, "b") if "%(collection)s" in statement else (None,))]
