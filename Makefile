@@ -41,10 +41,10 @@ test-pg16: install  ## integration, migration and reliability tests against Post
 	  rc=$$?; $(BIN)/python tests/pg_majors.py stop 16 $(PG16_DIR); exit $$rc
 
 check-docs:  ## every figure of the README's Performance section and docs/performance.md is in the results file it cites, measured at HEAD or marked
-	$(PYTHON) bench/check_docs.py
+	$(PYTHON) tools/check_docs.py
 
 lint: install  ## ruff (pinned rules in pyproject.toml) on the code, mypy on the shipped package
-	$(BIN)/ruff check hrag_pg tests bench
+	$(BIN)/ruff check hrag_pg tests bench tools
 	$(BIN)/mypy hrag_pg
 
 schema: install  ## regenerate hrag_pg/sql/schema.sql (the head schema) after adding a revision

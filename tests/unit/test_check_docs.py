@@ -1,4 +1,4 @@
-"""`make check-docs` (bench/check_docs.py) fails on the README faults it exists to catch."""
+"""`make check-docs` (tools/check_docs.py) fails on the README faults it exists to catch."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def check_docs() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("check_docs", REPO / "bench" / "check_docs.py")
+    spec = importlib.util.spec_from_file_location("check_docs", REPO / "tools" / "check_docs.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules["check_docs"] = module

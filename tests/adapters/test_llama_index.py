@@ -13,7 +13,7 @@ from llama_index.core.schema import Document, NodeWithScore, TextNode
 from hrag_pg.api import HRAG
 from hrag_pg.errors import IngestError
 from hrag_pg.integrations.llama_index import HRAGRetriever
-from tests.integrations.conftest import (
+from tests.adapters.conftest import (
     GUIDE,
     HANDBOOK,
     MERGE_QUESTION,

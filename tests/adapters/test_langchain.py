@@ -15,7 +15,7 @@ from langchain_core.runnables import RunnableLambda, RunnableParallel, RunnableP
 from hrag_pg.api import HRAG
 from hrag_pg.errors import IngestError
 from hrag_pg.integrations.langchain import HRAGRetriever
-from tests.integrations.conftest import (
+from tests.adapters.conftest import (
     AM_QUESTION,
     GUIDE,
     HANDBOOK,
