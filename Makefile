@@ -7,14 +7,14 @@ BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-pg16 test-distributed lint check-docs schema bench clean
+.PHONY: install demo test test-pg16 test-distributed lint check-docs docs schema bench clean
 
 # (setuptools >= 80 prints an informational notice for every editable install: nothing to act on, so filtered.)
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install --quiet -e '.[embed,multilingual,embedded,pdf,dev,langchain,llama-index]'
+	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install --quiet -e '.[embed,multilingual,embedded,pdf,dev,docs,langchain,llama-index]'
 	touch $@
 
 install: $(BIN)/.installed
@@ -43,6 +43,9 @@ test-pg16: install  ## integration, migration and reliability tests against Post
 check-docs:  ## every figure of the README's Performance section and docs/performance.md is in the results file it cites, measured at HEAD or marked
 	$(PYTHON) tools/check_docs.py
 
+docs: install  ## the documentation site (mkdocs.yml) into site/, strictly: a warning or a link to a missing file fails it
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
 lint: install  ## ruff (pinned rules in pyproject.toml) on the code, mypy on the shipped package
 	$(BIN)/ruff check hrag_pg tests bench tools
 	$(BIN)/mypy hrag_pg
@@ -56,4 +59,4 @@ bench: install  ## small benchmark against LlamaIndex and LangChain (minutes); s
 	$(BIN)/python bench/run.py --small
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info $(PG16_DIR)
+	rm -rf $(VENV) .pytest_cache build site *.egg-info $(PG16_DIR)
