@@ -139,10 +139,13 @@ SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
 # trip: the mode's hits and results as above, then hrag._fit_budget keeps the
 # results whole, best first, while they fit and replaces one that does not by
 # the budget mode's choice among its own hits.  Each row is a step: a result
-# kept whole or dropped (its own columns), or a part that replaces it.
+# kept whole or dropped (its own columns), or a part that replaces it.  The
+# hits come from the candidate stage or, reranked, from the caller; a part is
+# chosen by the candidate stage's scores (``part_score``), on the scale the
+# budget mode's weights are made for, whatever scale a reranker scores on.
 _CONTEXT = """
 WITH hit AS (
-    SELECT s.node_id, s.document_id, s.score FROM {search} AS s
+    SELECT s.node_id, s.document_id, s.score, s.part_score FROM {search}
      WHERE %(m)s::real IS NULL OR s.score >= %(m)s::real
 ),
 r AS (
@@ -152,7 +155,7 @@ ordered AS (
     SELECT r.*, (row_number() OVER (ORDER BY r.score DESC, r.rank))::int AS ord FROM r
 ),
 owned AS (
-    SELECT o.ord, h.node_id, h.document_id, h.score
+    SELECT o.ord, h.node_id, h.document_id, h.part_score AS score
       FROM ordered o
      CROSS JOIN LATERAL unnest(o.{hits}) AS m(id)
       JOIN hit h ON h.node_id = m.id
@@ -183,18 +186,43 @@ SELECT f.owner, f.kept, f.node_id, n.document_id, n.depth, n.kind,
  ORDER BY f.step
 """
 
-_HYBRID_HITS = ("hrag.search_hybrid(%(q)s, %(qt)s::text, {k}, %(c)s::text, %(f)s::jsonb, %(w)s::real, "
-                "%(n)s::int, %(r)s::real)")
-_VECTOR_HITS = "hrag.search_leaves(%(q)s, {k}, %(c)s::text, %(f)s::jsonb)"
+_HYBRID_HITS = ("(SELECT x.*, x.score AS part_score FROM hrag.search_hybrid(%(q)s, %(qt)s::text, {k}, %(c)s::text, "
+                "%(f)s::jsonb, %(w)s::real, %(n)s::int, %(r)s::real) AS x) AS s")
+_VECTOR_HITS = ("(SELECT x.*, x.score AS part_score FROM hrag.search_leaves(%(q)s, {k}, %(c)s::text, %(f)s::jsonb) "
+                "AS x) AS s")
+_GIVEN_HITS = ("unnest(%(ids)s::uuid[], %(docs)s::uuid[], %(scores)s::real[], %(part_scores)s::real[]) "
+               "AS s(node_id, document_id, score, part_score)")
 _HIT_ARRAYS = ("ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id), "
                "ARRAY(SELECT score FROM hit ORDER BY score DESC, node_id)")
 
 
-def _context_statement(search: Search, k: str, results: str, hits: str, matched: str, merged: str,
-                       ratio: str) -> str:
-    source = _HYBRID_HITS if search.hybrid else _VECTOR_HITS
-    return _CONTEXT.format(search=source.format(k=k), results=results.format(hits=_HIT_ARRAYS), hits=hits,
+def _context_statement(source: str, results: str, hits: str, matched: str, merged: str, ratio: str) -> str:
+    return _CONTEXT.format(search=source, results=results.format(hits=_HIT_ARRAYS), hits=hits,
                            matched=matched, merged=merged, ratio=ratio)
+
+
+def _searched(search: Search, k: str) -> str:
+    return (_HYBRID_HITS if search.hybrid else _VECTOR_HITS).format(k=k)
+
+
+@dataclass(frozen=True)
+class GivenHits:
+    """Hits a reranker chose: their order and scores, and the candidate stage's scores of them."""
+
+    ids: list[Any]
+    document_ids: list[Any]
+    scores: list[float]
+    part_scores: list[float]
+
+    def params(self) -> dict[str, Any]:
+        return {"ids": self.ids, "docs": self.document_ids, "scores": self.scores,
+                "part_scores": self.part_scores, "m": None}
+
+
+_PARENT_CHILD_RESULTS = ("hrag.parent_child_hits({hits}, %(p)s::int, %(k)s::int)",
+                         "matched_children", "o.matched_children", "NULL::uuid[]", "NULL::real")
+_AUTO_MERGE_RESULTS = ("hrag.auto_merge_hits({hits}, %(t)s::real)",
+                       "merged_from", "NULL::uuid[]", "o.merged_from", "o.hit_ratio")
 
 # --------------------------------------------------------------------- plans
 # Which statement a retrieval sends and with which parameters; the sync and
@@ -337,9 +365,7 @@ def plan_parent_child_context(search: Search, top_k_children: int, max_parents: 
     params.update(b=max_tokens)
     # the hybrid ranking reads all its candidates, so parents beyond the first top_k_children are found
     k = "%(n)s::int" if search.hybrid else "%(k)s::int"
-    sql = _context_statement(search, k, "hrag.parent_child_hits({hits}, %(p)s::int, %(k)s::int)",
-                             "matched_children", "o.matched_children", "NULL::uuid[]", "NULL::real")
-    return sql, params
+    return _context_statement(_searched(search, k), *_PARENT_CHILD_RESULTS), params
 
 
 def plan_auto_merge_context(search: Search, top_k: int, merge_threshold: float, max_hit_share: float | None,
@@ -348,7 +374,21 @@ def plan_auto_merge_context(search: Search, top_k: int, merge_threshold: float, 
     _, params = plan_auto_merge(search, top_k, merge_threshold, max_hit_share)
     _budget(max_tokens)
     params.update(b=max_tokens, m=None)
-    sql = _context_statement(search, "hrag.sample_hits(%(k)s::int, %(c)s::text, %(s)s::real)",
-                             "hrag.auto_merge_hits({hits}, %(t)s::real)", "merged_from", "NULL::uuid[]",
-                             "o.merged_from", "o.hit_ratio")
-    return sql, params
+    k = "hrag.sample_hits(%(k)s::int, %(c)s::text, %(s)s::real)"
+    return _context_statement(_searched(search, k), *_AUTO_MERGE_RESULTS), params
+
+
+def plan_parent_child_hits_context(hits: GivenHits, max_parents: int, top_k_children: int | None,
+                                   max_tokens: int) -> tuple[str, dict[str, Any]]:
+    """Parent-child of reranked hits within ``max_tokens``, one round trip (see ``_CONTEXT``)."""
+    _, params = plan_parent_child_hits(hits.ids, hits.scores, max_parents, top_k_children)
+    _budget(max_tokens)
+    return _context_statement(_GIVEN_HITS, *_PARENT_CHILD_RESULTS), {**params, **hits.params(), "b": max_tokens}
+
+
+def plan_auto_merge_hits_context(hits: GivenHits, merge_threshold: float,
+                                 max_tokens: int) -> tuple[str, dict[str, Any]]:
+    """Auto-merge of reranked hits within ``max_tokens``, one round trip (see ``_CONTEXT``)."""
+    _, params = plan_auto_merge_hits(hits.ids, hits.scores, merge_threshold)
+    _budget(max_tokens)
+    return _context_statement(_GIVEN_HITS, *_AUTO_MERGE_RESULTS), {**params, **hits.params(), "b": max_tokens}

@@ -154,39 +154,40 @@ class BaseRetriever:
             return context_module.assemble(results, None, counter)
         if budget <= 0:
             raise ValueError(f"max_tokens must be positive, got {budget}")
-        if self.reranker is not None:
-            return (yield from self._reranked_context_flow(question, query, budget))
-        rows = yield Fetch(*self._context_plan(self._search(question, query), budget))
+        if self.reranker is None:
+            rows = yield Fetch(*self._context_plan(self._search(question, query), budget))
+        else:
+            given = yield from self._reranked(question, query)
+            rows = yield Fetch(*self._given_hits_plan(given, budget))
         return _fitted_context(self.mode, rows, budget)
 
-    def _reranked_context_flow(self, question: str, query: np.ndarray, budget: int) -> Flow[Context]:
-        """With a reranker the results are chosen in Python, so the fitting is a statement per passage."""
-        results = yield from self.results_flow(question, query)
-        kept: list[RetrievalResult] = []
-        dropped: list[RetrievalResult] = []
-        used = 0
-        hit_scores: dict[Any, float] | None = None  # the candidate stage's score of every hit
-        for result in sorted(results, key=lambda r: (-r.score, r.rank)):
-            if used + result.token_count <= budget:
-                kept.append(result)
-                used += result.token_count
-                continue
-            dropped.append(result)
-            hits = list(result.matched_children or result.merged_from or [])
-            if not hits or budget - used <= 0:
-                continue
-            if hit_scores is None:
-                # the part chosen must be the one around the best hit: the candidate stage's scores
-                rows = yield Fetch(*queries.plan_search(self._search(question, query), self._hits_k()))
-                hit_scores = {row["node_id"]: float(row["score"]) for row in rows}
-            scores = [hit_scores.get(h, float(result.score)) for h in hits]
-            rows = yield Fetch(*queries.plan_retrieve_hits(hits, scores, budget - used))
-            for part in _results("auto", rows):
-                if used + part.token_count > budget:
-                    continue  # the best hit alone, over the budget
-                kept.append(_as_part_of(result, part))
-                used += part.token_count
-        return Context(results=kept, dropped=dropped, total_tokens=used, max_tokens=budget)
+    def _reranked(self, question: str, query: np.ndarray) -> Flow[queries.GivenHits]:
+        """The best candidates as the reranker rescored them, as arrays for the mode's statement.
+
+        The arrays keep each hit's candidate-stage score beside the
+        reranker's: a budget fitted in SQL weighs hits on the candidate
+        stage's scale, whatever scale the reranker scores on.
+        """
+        assert self.reranker is not None
+        rows = yield Fetch(*queries.plan_search(self._search(question, query), self._hits_k()))
+        hits = self._eligible([to_hit(row) for row in rows])
+        best = yield Rerank(question, hits, self.reranker, self._rerank_keep(hits))
+        candidate_score = {h.node_id: h.score for h in hits}
+        ids, scores = hits_arrays(best)
+        return queries.GivenHits(ids, [h.document_id for h in best], scores,
+                                       [candidate_score[h.node_id] for h in best])
+
+    def _eligible(self, hits: list[SearchHit]) -> list[SearchHit]:
+        """The candidates a reranker may choose from."""
+        return hits
+
+    def _rerank_keep(self, hits: list[SearchHit]) -> int:
+        """How many of the reranked candidates the mode goes on with."""
+        raise NotImplementedError
+
+    def _given_hits_plan(self, hits: queries.GivenHits, budget: int | None) -> tuple[str, dict[str, Any]]:
+        """The mode's statement for reranked hits: its results, or (``budget``) its context."""
+        raise NotImplementedError
 
     # The drivers.
     def retrieve(self, question: str) -> list[RetrievalResult]:
@@ -257,19 +258,24 @@ class ParentChildRetriever(BaseRetriever):
         return queries.plan_parent_child_context(search, self.top_k_children, self.max_parents, self.min_score,
                                                  budget)
 
+    def _eligible(self, hits: list[SearchHit]) -> list[SearchHit]:
+        return hits if self.min_score is None else [h for h in hits if h.score >= self.min_score]
+
+    def _rerank_keep(self, hits: list[SearchHit]) -> int:
+        return len(hits)
+
+    def _given_hits_plan(self, hits: queries.GivenHits, budget: int | None) -> tuple[str, dict[str, Any]]:
+        if budget is None:
+            return queries.plan_parent_child_hits(hits.ids, hits.scores, self.max_parents, self.top_k_children)
+        return queries.plan_parent_child_hits_context(hits, self.max_parents, self.top_k_children, budget)
+
     def results_flow(self, question: str, query: np.ndarray) -> Flow[list[RetrievalResult]]:
-        search = self._search(question, query)
         if self.reranker is None:
-            rows = yield Fetch(*queries.plan_parent_child(search, self.top_k_children, self.max_parents,
-                                                          self.min_score))
-            return _results(self.mode, rows)
-        rows = yield Fetch(*queries.plan_search(search, max(self.rerank_candidates, self.top_k_children)))
-        hits = [to_hit(row) for row in rows]
-        if self.min_score is not None:
-            hits = [h for h in hits if h.score >= self.min_score]
-        best = yield Rerank(question, hits, self.reranker, len(hits))
-        ids, scores = hits_arrays(best)
-        rows = yield Fetch(*queries.plan_parent_child_hits(ids, scores, self.max_parents, self.top_k_children))
+            rows = yield Fetch(*queries.plan_parent_child(self._search(question, query), self.top_k_children,
+                                                          self.max_parents, self.min_score))
+        else:
+            given = yield from self._reranked(question, query)
+            rows = yield Fetch(*self._given_hits_plan(given, None))
         return _results(self.mode, rows)
 
 
@@ -291,16 +297,21 @@ class AutoMergingRetriever(BaseRetriever):
     def _context_plan(self, search: queries.Search, budget: int) -> tuple[str, dict[str, Any]]:
         return queries.plan_auto_merge_context(search, self.top_k, self.merge_threshold, self.max_hit_share, budget)
 
+    def _rerank_keep(self, hits: list[SearchHit]) -> int:
+        return self.top_k
+
+    def _given_hits_plan(self, hits: queries.GivenHits, budget: int | None) -> tuple[str, dict[str, Any]]:
+        if budget is None:
+            return queries.plan_auto_merge_hits(hits.ids, hits.scores, self.merge_threshold)
+        return queries.plan_auto_merge_hits_context(hits, self.merge_threshold, budget)
+
     def results_flow(self, question: str, query: np.ndarray) -> Flow[list[RetrievalResult]]:
-        search = self._search(question, query)
         if self.reranker is None:
-            rows = yield Fetch(*queries.plan_auto_merge(search, self.top_k, self.merge_threshold,
-                                                        self.max_hit_share))
-            return _results(self.mode, rows)
-        rows = yield Fetch(*queries.plan_search(search, max(self.rerank_candidates, self.top_k)))
-        best = yield Rerank(question, [to_hit(row) for row in rows], self.reranker, self.top_k)
-        ids, scores = hits_arrays(best)
-        rows = yield Fetch(*queries.plan_auto_merge_hits(ids, scores, self.merge_threshold))
+            rows = yield Fetch(*queries.plan_auto_merge(self._search(question, query), self.top_k,
+                                                        self.merge_threshold, self.max_hit_share))
+        else:
+            given = yield from self._reranked(question, query)
+            rows = yield Fetch(*self._given_hits_plan(given, None))
         return _results(self.mode, rows)
 
 
@@ -310,8 +321,8 @@ class AutoRetriever(BaseRetriever):
 
     From the hits' ancestor paths the SQL chooses leaves, sections or whole
     chapters by the evidence each covers per token, never a node with its
-    ancestor, and fills the budget: a narrow question gets small nodes, a
-    broad one merged sections.  ``max_tokens`` is measured in the stored
+    ancestor, while what a node adds is worth its tokens: a narrow question
+    gets a few small nodes, a broad one merged sections, up to the budget.  ``max_tokens`` is measured in the stored
     token counts of the nodes' subtrees.  With a ``reranker``, the
     candidates are rescored first and the selection runs on them
     (``hrag.retrieve_hits``).
@@ -324,15 +335,18 @@ class AutoRetriever(BaseRetriever):
     def _budget(self) -> int:
         return self.max_context_tokens if self.max_context_tokens is not None else self.max_tokens
 
+    def _hits_k(self) -> int:
+        return max(self.rerank_candidates, self.top_k) if self.reranker else self.top_k
+
+    def _rerank_keep(self, hits: list[SearchHit]) -> int:
+        return self.top_k
+
     def results_flow(self, question: str, query: np.ndarray) -> Flow[list[RetrievalResult]]:
-        search = self._search(question, query)
         if self.reranker is None:
-            rows = yield Fetch(*queries.plan_retrieve(search, self.top_k, self._budget()))
-            return _results(self.mode, rows)
-        rows = yield Fetch(*queries.plan_search(search, max(self.rerank_candidates, self.top_k)))
-        best = yield Rerank(question, [to_hit(row) for row in rows], self.reranker, self.top_k)
-        ids, scores = hits_arrays(best)
-        rows = yield Fetch(*queries.plan_retrieve_hits(ids, scores, self._budget()))
+            rows = yield Fetch(*queries.plan_retrieve(self._search(question, query), self.top_k, self._budget()))
+        else:
+            given = yield from self._reranked(question, query)
+            rows = yield Fetch(*queries.plan_retrieve_hits(given.ids, given.scores, self._budget()))
         return _results(self.mode, rows)
 
     def context_flow(self, question: str, query: np.ndarray) -> Flow[Context]:

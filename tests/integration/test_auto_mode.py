@@ -151,3 +151,35 @@ def test_both_adapters_offer_auto_mode(hrag: HRAG) -> None:
     assert docs and [d.metadata["node_id"] for d in docs] == [n.node.node_id for n in nodes]
     assert all(d.metadata["mode"] == "auto" and d.metadata["source"] for d in docs)
     assert sum(d.metadata["token_count"] for d in docs) <= 300
+
+
+class _LongerFirst:
+    """A reranker on another scale than the candidate stage (the text's length in characters)."""
+
+    def score(self, query: str, texts: list[str]) -> list[float]:
+        return [float(len(t)) for t in texts]
+
+
+@pytest.mark.parametrize("retriever_cls", [ParentChildRetriever, AutoMergingRetriever])
+def test_a_reranked_context_is_fitted_in_the_statement_that_builds_it(hrag: HRAG, retriever_cls: type) -> None:
+    """Candidates, then results and fitting: two statements, whatever is replaced, never over the budget."""
+    calls: list[str] = []
+    original = hrag.repository._fetch
+
+    def counting(sql: str, params: dict) -> list:
+        calls.append(sql)
+        return original(sql, params)
+
+    settings = {"max_parents": 1} if retriever_cls is ParentChildRetriever else {"top_k": 12}
+    reranked = retriever_cls(hrag, collection="default", reranker=_LongerFirst(), **settings)
+    best = reranked.retrieve(QUESTION)[0]
+    budget = max(best.token_count // 2, 20)
+    hrag.repository._fetch = counting  # type: ignore[method-assign]
+    try:
+        context = retriever_cls(hrag, collection="default", reranker=_LongerFirst(), max_context_tokens=budget,
+                                **settings).context(QUESTION)
+    finally:
+        del hrag.repository._fetch
+    assert len(calls) == 2 and "_fit_budget" in calls[1], calls
+    assert context.total_tokens <= budget and best.node_id in {r.node_id for r in context.dropped}
+    assert any(r.reason and "fits the budget" in r.reason for r in context.results)
