@@ -7,8 +7,8 @@ benchmark database (dropped afterwards); each pgbench transaction asks one
 random question.  Three statements run in turn, each with 1 client and then
 8 clients (2 pgbench threads; the machine has 2 cores): the ANN step alone
 (``hrag.search_leaves(q, 20)``), the budget mode as it ships
-(``hrag.retrieve(q, text, 2000)``) and the budget mode filling its budget as
-before revision 0026 (its costs set to 0 for those sessions).  A run is
+(``hrag.retrieve(q, text, 2000)``) and the budget mode filling its budget
+(its costs set to 0 for those sessions).  A run is
 bounded by ``--seconds`` and stops by itself.  Writes
 ``bench/results/load-<database>.md`` with the commit and load average.
 """

@@ -288,8 +288,8 @@ def test_a_tuning_setting_that_is_not_a_number_is_refused_by_name(conn: psycopg.
 def test_a_narrow_question_gets_its_passage_not_a_full_budget_of_weaker_ones(conn: psycopg.Connection) -> None:
     """One strong hit and twelve weak ones (a tenth of its evidence or less each): the budget is a ceiling.
 
-    Before revision 0026 the weak hits, and then the sections around them,
-    filled the 2,000 tokens; each is now worth less than its tokens cost.
+    Taken while they fit, the weak hits, and then the sections around them,
+    would fill the 2,000 tokens; each is worth less than its tokens cost.
     """
     built = insert_tree(conn, _manual(notes=12, note_tokens=60))
     key_of = {v: k for k, v in built.ids.items()}
