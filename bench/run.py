@@ -171,7 +171,7 @@ def retrieval_only(hrag: HRAG, mode: str, settings: dict[str, Any], questions: l
     from hrag_pg.retrievers import run as run_flow
 
     r = _retriever_class(mode)(hrag, collection=COLLECTION, **settings)
-    fetch = hrag.repository._fetch
+    fetch = hrag.repository.fetch
     out: dict[str, list[float]] = {q.id: [] for q in questions}
     for q in questions[:3]:
         run_flow(r.results_flow(q.question, vectors[q.id]), fetch)
@@ -185,7 +185,7 @@ def retrieval_only(hrag: HRAG, mode: str, settings: dict[str, Any], questions: l
 
 def flat_leaves(hrag: HRAG, vector: np.ndarray) -> list[str]:
     params = Search(query=vector, collection=COLLECTION).params(FLAT_K)
-    return [row["content"] for row in hrag.repository._fetch(FLAT_LEAVES, params)]
+    return [row["content"] for row in hrag.repository.fetch(FLAT_LEAVES, params)]
 
 
 def evaluate_flat(hrag: HRAG, questions: list[Question], vectors: dict[str, np.ndarray],

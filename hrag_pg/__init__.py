@@ -12,13 +12,16 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .api import HRAG, AsyncHRAG, AutoMergingRetriever, AutoRetriever, IngestReport, ParentChildRetriever
+    from .api import HRAG, AsyncHRAG, IngestReport
     from .ingest.pipeline import IngestOptions
     from .models import ChildChunk, Context, Node, ParentChunk, RetrievalResult
+    from .retrievers import AutoMergingRetriever, AutoRetriever, ParentChildRetriever
+    from .settings import AutoMergeSettings, BudgetSettings, ParentChildSettings
 
 _EXPORTS = {
-    "HRAG": "api", "AsyncHRAG": "api", "ParentChildRetriever": "api", "AutoMergingRetriever": "api",
-    "AutoRetriever": "api",
+    "HRAG": "api", "AsyncHRAG": "api",
+    "ParentChildSettings": "settings", "AutoMergeSettings": "settings", "BudgetSettings": "settings",
+    "ParentChildRetriever": "retrievers", "AutoMergingRetriever": "retrievers", "AutoRetriever": "retrievers",
     "IngestReport": "api", "IngestOptions": "ingest.pipeline",
     "Node": "models", "ParentChunk": "models", "ChildChunk": "models", "RetrievalResult": "models",
     "Context": "models",
@@ -36,7 +39,7 @@ def __getattr__(name: str) -> Any:
 # Spelled out (not sorted(_EXPORTS)) so type checkers and linters can read it;
 # tests/unit/test_package.py keeps the two lists equal.
 __all__ = [
-    "HRAG", "AsyncHRAG", "AutoMergingRetriever", "AutoRetriever", "ChildChunk", "Context", "IngestOptions",
-    "IngestReport",
-    "Node", "ParentChildRetriever", "ParentChunk", "RetrievalResult",
+    "HRAG", "AsyncHRAG", "AutoMergeSettings", "AutoMergingRetriever", "AutoRetriever", "BudgetSettings",
+    "ChildChunk", "Context", "IngestOptions", "IngestReport",
+    "Node", "ParentChildRetriever", "ParentChildSettings", "ParentChunk", "RetrievalResult",
 ]

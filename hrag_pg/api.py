@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
-from typing_extensions import Self
+from typing_extensions import Self, Unpack
 
 from . import collection_model, db, defaults, migrate
 from .async_repository import AsyncRepository
@@ -52,8 +52,8 @@ from .ingest.tree import DocumentTree
 from .models import ChildChunk, Context, IngestResult, ParentChunk, RetrievalResult
 from .reembed import Reembedder, ReembedReport
 from .repository import Progress, Repository
-from .rerank import Reranker
-from .retrievers import AutoMergingRetriever, AutoRetriever, BaseRetriever, ParentChildRetriever, retriever_for
+from .retrievers import BaseRetriever, Reads, retriever_for
+from .settings import AutoMergeSettings, BudgetSettings, ParentChildSettings, Scope, Settings, scoped
 
 #: Longest question accepted; the model reads 256 tokens anyway.
 MAX_QUESTION_CHARS = 10_000
@@ -549,94 +549,36 @@ class HRAG:
 
     # ------------------------------------------------------------- retrieval
 
-    def parent_child(
-        self,
-        question: str,
-        *,
-        collection: str | None = None,
-        filter: dict[str, Any] | None = None,
-        top_k_children: int = defaults.TOP_K_CHILDREN,
-        max_parents: int = defaults.MAX_PARENTS,
-        min_score: float | None = None,
-        lexical_weight: float = defaults.LEXICAL_WEIGHT,
-        candidates: int | None = None,
-        min_relative_score: float | None = None,
-        reranker: Reranker | None = None,
-        rerank_candidates: int = defaults.RERANK_CANDIDATES,
-    ) -> list[RetrievalResult]:
-        """Small-to-big: the parents of the best-matching children (see :class:`ParentChildRetriever`)."""
-        return ParentChildRetriever(
-            self, collection=collection, filter=filter, top_k_children=top_k_children, max_parents=max_parents,
-            min_score=min_score, lexical_weight=lexical_weight, candidates=candidates,
-            min_relative_score=min_relative_score, reranker=reranker, rerank_candidates=rerank_candidates,
-        ).retrieve(question)
+    @property
+    def reads(self) -> Reads:
+        """What retrievers read through: the question's vector, token counts, one statement (sync or async)."""
+        return Reads(embed_query=self.embed_query,
+                     token_counter=lambda collection: self.query_embedder(collection).token_counter,
+                     fetch=self.repository.fetch, afetch=lambda sql, params: self.async_repository.fetch(sql, params))
 
-    def auto_merge(
-        self,
-        question: str,
-        *,
-        collection: str | None = None,
-        filter: dict[str, Any] | None = None,
-        top_k: int = defaults.TOP_K,
-        merge_threshold: float = defaults.MERGE_THRESHOLD,
-        max_hit_share: float | None = defaults.MAX_HIT_SHARE,
-        lexical_weight: float = defaults.LEXICAL_WEIGHT,
-        candidates: int | None = None,
-        min_relative_score: float | None = None,
-        reranker: Reranker | None = None,
-        rerank_candidates: int = defaults.RERANK_CANDIDATES,
-    ) -> list[RetrievalResult]:
-        """Hit leaves, merged upward into parents enough of whose children were hit."""
-        return AutoMergingRetriever(
-            self, collection=collection, filter=filter, top_k=top_k, merge_threshold=merge_threshold,
-            max_hit_share=max_hit_share,
-            lexical_weight=lexical_weight, candidates=candidates, min_relative_score=min_relative_score,
-            reranker=reranker, rerank_candidates=rerank_candidates,
-        ).retrieve(question)
+    def retriever(self, settings: Settings) -> BaseRetriever[Any]:
+        """The retriever of the mode ``settings`` describe, on this installation."""
+        return retriever_for(self.reads, settings)
 
-    def retrieve(
-        self,
-        question: str,
-        *,
-        max_tokens: int = defaults.MAX_TOKENS,
-        collection: str | None = None,
-        filter: dict[str, Any] | None = None,
-        top_k: int = defaults.AUTO_TOP_K,
-        lexical_weight: float = defaults.LEXICAL_WEIGHT,
-        reranker: Reranker | None = None,
-        rerank_candidates: int = defaults.RERANK_CANDIDATES,
-    ) -> list[RetrievalResult]:
-        """Auto mode: the best non-overlapping context within ``max_tokens`` (see :class:`AutoRetriever`)."""
-        return AutoRetriever(
-            self, max_tokens=max_tokens, collection=collection, filter=filter, top_k=top_k,
-            lexical_weight=lexical_weight, reranker=reranker, rerank_candidates=rerank_candidates,
-        ).retrieve(question)
+    def parent_child(self, question: str, settings: ParentChildSettings | None = None,
+                     **scope: Unpack[Scope]) -> list[RetrievalResult]:
+        """Small-to-big: the parents of the best-matching children (see :class:`ParentChildSettings`)."""
+        return self.retriever(scoped(settings or ParentChildSettings(), **scope)).retrieve(question)
 
-    def context(
-        self,
-        question: str,
-        *,
-        mode: str = "parent-child",
-        max_tokens: int | None = None,
-        collection: str | None = None,
-        filter: dict[str, Any] | None = None,
-        top_k: int | None = None,
-        max_parents: int = defaults.MAX_PARENTS,
-        min_score: float | None = None,
-        merge_threshold: float = defaults.MERGE_THRESHOLD,
-        lexical_weight: float = defaults.LEXICAL_WEIGHT,
-        candidates: int | None = None,
-        min_relative_score: float | None = None,
-        reranker: Reranker | None = None,
-        rerank_candidates: int = defaults.RERANK_CANDIDATES,
-    ) -> Context:
-        """The results of ``mode`` assembled within ``max_tokens`` (see :func:`retriever_for`)."""
-        return retriever_for(
-            self, mode, max_tokens=max_tokens, collection=collection, filter=filter, top_k=top_k,
-            max_parents=max_parents, min_score=min_score, merge_threshold=merge_threshold,
-            lexical_weight=lexical_weight, candidates=candidates, min_relative_score=min_relative_score,
-            reranker=reranker, rerank_candidates=rerank_candidates,
-        ).context(question)
+    def auto_merge(self, question: str, settings: AutoMergeSettings | None = None,
+                   **scope: Unpack[Scope]) -> list[RetrievalResult]:
+        """Hit leaves, merged upward into parents enough of whose children were hit (see :class:`AutoMergeSettings`)."""
+        return self.retriever(scoped(settings or AutoMergeSettings(), **scope)).retrieve(question)
+
+    def retrieve(self, question: str, settings: BudgetSettings | None = None,
+                 **scope: Unpack[Scope]) -> list[RetrievalResult]:
+        """The budget mode: the best non-overlapping context within ``max_tokens`` (see :class:`BudgetSettings`)."""
+        return self.retriever(scoped(settings or BudgetSettings(), **scope)).retrieve(question)
+
+    def context(self, question: str, settings: Settings | None = None, **scope: Unpack[Scope]) -> Context:
+        """The results of the mode ``settings`` describe (default parent-child) within ``max_tokens``,
+        with what was dropped or replaced to fit."""
+        return self.retriever(scoped(settings or ParentChildSettings(), **scope)).context(question)
 
     # ------------------------------------------------------------- lifetime
 
@@ -762,8 +704,7 @@ class AsyncHRAG:
     Retrievals run on a ``psycopg_pool.AsyncConnectionPool`` (one connection
     per concurrent call); the query embedding, the reranker and ingestion
     (CPU-bound) run in worker threads so the event loop stays free.  The
-    settings are the same keywords as :class:`HRAG`'s, with the same defaults
-    (:mod:`hrag_pg.defaults`).
+    settings are the same objects as :class:`HRAG`'s (:mod:`hrag_pg.settings`).
 
         async with await AsyncHRAG.open() as hrag:
             results = await hrag.auto_merge("...", collection="manuals")
@@ -787,90 +728,27 @@ class AsyncHRAG:
     async def embed_query(self, question: str, collection: str | None = None) -> np.ndarray:
         return await asyncio.to_thread(self.hrag.embed_query, question, collection)
 
-    async def parent_child(
-        self,
-        question: str,
-        *,
-        collection: str | None = None,
-        filter: dict[str, Any] | None = None,
-        top_k_children: int = defaults.TOP_K_CHILDREN,
-        max_parents: int = defaults.MAX_PARENTS,
-        min_score: float | None = None,
-        lexical_weight: float = defaults.LEXICAL_WEIGHT,
-        candidates: int | None = None,
-        min_relative_score: float | None = None,
-        reranker: Reranker | None = None,
-        rerank_candidates: int = defaults.RERANK_CANDIDATES,
-    ) -> list[RetrievalResult]:
-        return await ParentChildRetriever(
-            self.hrag, collection=collection, filter=filter, top_k_children=top_k_children,
-            max_parents=max_parents, min_score=min_score, lexical_weight=lexical_weight, candidates=candidates,
-            min_relative_score=min_relative_score, reranker=reranker, rerank_candidates=rerank_candidates,
-        ).aretrieve(question)
+    def retriever(self, settings: Settings) -> BaseRetriever[Any]:
+        return self.hrag.retriever(settings)
 
-    async def auto_merge(
-        self,
-        question: str,
-        *,
-        collection: str | None = None,
-        filter: dict[str, Any] | None = None,
-        top_k: int = defaults.TOP_K,
-        merge_threshold: float = defaults.MERGE_THRESHOLD,
-        lexical_weight: float = defaults.LEXICAL_WEIGHT,
-        candidates: int | None = None,
-        min_relative_score: float | None = None,
-        reranker: Reranker | None = None,
-        rerank_candidates: int = defaults.RERANK_CANDIDATES,
-    ) -> list[RetrievalResult]:
-        return await AutoMergingRetriever(
-            self.hrag, collection=collection, filter=filter, top_k=top_k, merge_threshold=merge_threshold,
-            lexical_weight=lexical_weight, candidates=candidates, min_relative_score=min_relative_score,
-            reranker=reranker, rerank_candidates=rerank_candidates,
-        ).aretrieve(question)
+    async def parent_child(self, question: str, settings: ParentChildSettings | None = None,
+                           **scope: Unpack[Scope]) -> list[RetrievalResult]:
+        """As :meth:`HRAG.parent_child`, on the connection pool."""
+        return await self.retriever(scoped(settings or ParentChildSettings(), **scope)).aretrieve(question)
 
-    async def retrieve(
-        self,
-        question: str,
-        *,
-        max_tokens: int = defaults.MAX_TOKENS,
-        collection: str | None = None,
-        filter: dict[str, Any] | None = None,
-        top_k: int = defaults.AUTO_TOP_K,
-        lexical_weight: float = defaults.LEXICAL_WEIGHT,
-        reranker: Reranker | None = None,
-        rerank_candidates: int = defaults.RERANK_CANDIDATES,
-    ) -> list[RetrievalResult]:
-        """Auto mode (as :meth:`HRAG.retrieve`), on the connection pool."""
-        return await AutoRetriever(
-            self.hrag, max_tokens=max_tokens, collection=collection, filter=filter, top_k=top_k,
-            lexical_weight=lexical_weight, reranker=reranker, rerank_candidates=rerank_candidates,
-        ).aretrieve(question)
+    async def auto_merge(self, question: str, settings: AutoMergeSettings | None = None,
+                         **scope: Unpack[Scope]) -> list[RetrievalResult]:
+        """As :meth:`HRAG.auto_merge`, on the connection pool."""
+        return await self.retriever(scoped(settings or AutoMergeSettings(), **scope)).aretrieve(question)
 
-    async def context(
-        self,
-        question: str,
-        *,
-        mode: str = "parent-child",
-        max_tokens: int | None = None,
-        collection: str | None = None,
-        filter: dict[str, Any] | None = None,
-        top_k: int | None = None,
-        max_parents: int = defaults.MAX_PARENTS,
-        min_score: float | None = None,
-        merge_threshold: float = defaults.MERGE_THRESHOLD,
-        lexical_weight: float = defaults.LEXICAL_WEIGHT,
-        candidates: int | None = None,
-        min_relative_score: float | None = None,
-        reranker: Reranker | None = None,
-        rerank_candidates: int = defaults.RERANK_CANDIDATES,
-    ) -> Context:
-        """The results of ``mode`` assembled within ``max_tokens`` (as :meth:`HRAG.context`)."""
-        return await retriever_for(
-            self.hrag, mode, max_tokens=max_tokens, collection=collection, filter=filter, top_k=top_k,
-            max_parents=max_parents, min_score=min_score, merge_threshold=merge_threshold,
-            lexical_weight=lexical_weight, candidates=candidates, min_relative_score=min_relative_score,
-            reranker=reranker, rerank_candidates=rerank_candidates,
-        ).acontext(question)
+    async def retrieve(self, question: str, settings: BudgetSettings | None = None,
+                       **scope: Unpack[Scope]) -> list[RetrievalResult]:
+        """As :meth:`HRAG.retrieve` (the budget mode), on the connection pool."""
+        return await self.retriever(scoped(settings or BudgetSettings(), **scope)).aretrieve(question)
+
+    async def context(self, question: str, settings: Settings | None = None, **scope: Unpack[Scope]) -> Context:
+        """As :meth:`HRAG.context`, on the connection pool."""
+        return await self.retriever(scoped(settings or ParentChildSettings(), **scope)).acontext(question)
 
     async def ingest(self, paths: Iterable[str | Path], **kwargs: Any) -> IngestReport:
         """:meth:`HRAG.ingest` in a worker thread (embedding is CPU-bound; the loop stays responsive)."""
@@ -881,10 +759,7 @@ class AsyncHRAG:
 __all__ = [
     "HRAG",
     "AsyncHRAG",
-    "AutoMergingRetriever",
-    "BaseRetriever",
     "IngestReport",
-    "ParentChildRetriever",
     "TextItem",
     "check_question",
 ]

@@ -3,7 +3,7 @@
 Concurrent retrievals each borrow their own connection (up to ``max_size``),
 so sixteen ``aretrieve`` calls run side by side instead of queueing on one
 locked connection.  A connection a failure broke is discarded when returned,
-and a read whose pooled connection had died runs once more (see ``_fetch``).
+and a read whose pooled connection had died runs once more (see ``fetch``).
 A pool belongs to the event loop that opened it; called from another loop
 (say, a second ``asyncio.run``) the repository opens a new pool for that
 loop.  Writes stay on the sync repository: ingestion is CPU-bound embedding
@@ -14,18 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
 from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from . import queries
 from .db import connection_error, libpq_url, operational_error, reconnect_failed
 from .errors import ConnectionLost, from_database
-from .models import RetrievalResult, SearchHit
-from .repository import hits_arrays, to_hit, to_result
 
 #: Connections the pool keeps open at most (each concurrent retrieval holds one for one statement).
 DEFAULT_MAX_CONNECTIONS = 8
@@ -76,7 +72,7 @@ class AsyncRepository:
         assert self._pool is not None
         return self._pool
 
-    async def _fetch(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    async def fetch(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         """One read statement on a pooled connection (the pool does not ping it first).
 
         A pooled connection can have died since its last use (the server
@@ -118,32 +114,6 @@ class AsyncRepository:
             # A server restart, a cancelled statement or no free connection in time:
             # one clear sentence.
             raise operational_error(self.url, exc) from exc
-
-    async def search(self, search: queries.Search, k: int = 20) -> list[SearchHit]:
-        """The ANN step alone (hybrid-rescored when the search asks for it)."""
-        return [to_hit(row) for row in await self._fetch(*queries.plan_search(search, k))]
-
-    async def parent_child(self, search: queries.Search, *, top_k_children: int = 20, max_parents: int = 4,
-                           min_score: float | None = None) -> list[RetrievalResult]:
-        rows = await self._fetch(*queries.plan_parent_child(search, top_k_children, max_parents, min_score))
-        return [to_result("parent-child", row) for row in rows]
-
-    async def auto_merge(self, search: queries.Search, *, top_k: int = 12,
-                         merge_threshold: float = 0.5,
-                         max_hit_share: float | None = None) -> list[RetrievalResult]:
-        rows = await self._fetch(*queries.plan_auto_merge(search, top_k, merge_threshold, max_hit_share))
-        return [to_result("auto-merge", row) for row in rows]
-
-    async def auto_merge_hits(self, hits: Sequence[SearchHit], merge_threshold: float = 0.5) -> list[RetrievalResult]:
-        ids, scores = hits_arrays(hits)
-        rows = await self._fetch(*queries.plan_auto_merge_hits(ids, scores, merge_threshold))
-        return [to_result("auto-merge", row) for row in rows]
-
-    async def parent_child_hits(self, hits: Sequence[SearchHit], max_parents: int = 4,
-                                top_k_children: int | None = None) -> list[RetrievalResult]:
-        ids, scores = hits_arrays(hits)
-        rows = await self._fetch(*queries.plan_parent_child_hits(ids, scores, max_parents, top_k_children))
-        return [to_result("parent-child", row) for row in rows]
 
     async def close(self) -> None:
         """Close the pool of the running loop (a pool of a finished loop is dropped)."""

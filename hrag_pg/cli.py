@@ -835,8 +835,8 @@ def query_cmd(
         hrag query "leave rules" --filter '{"lang": "en"}' --json
         hrag query -c tools -- "--track-origins: what does it show?"     (text starting with -)
     """
+    from . import settings
     from .api import check_question
-    from .retrievers import retriever_for
 
     chosen = _chosen_mode(mode, max_tokens)
     in_use = chosen if mode is not None else \
@@ -858,10 +858,12 @@ def query_cmd(
     filter_value = _parse_filter(filter_json)
     hrag = _open(model)
     _check_collection(hrag, collection)
-    retriever = retriever_for(hrag, mode, collection=collection, filter=filter_value, top_k=top_k,
-                              max_parents=max_parents, merge_threshold=merge_threshold, max_tokens=max_tokens,
-                              lexical_weight=lexical_weight, min_relative_score=min_relative_score)
-    context = retriever.context(text)
+    options: dict[str, Any] = {"collection": collection, "filter": filter_value, "lexical_weight": lexical_weight,
+                               "min_relative_score": min_relative_score}
+    given = {"top_k": top_k, "max_tokens": max_tokens, "max_parents": max_parents if mode == "parent-child" else None,
+             "merge_threshold": merge_threshold if mode == "auto-merge" else None}
+    options.update({name: value for name, value in given.items() if value is not None})
+    context = hrag.context(text, settings.for_mode(mode, **options))
     if as_json:
         payload: dict[str, Any] = {"mode": mode, "results": [_result_json(r) for r in context.results]}
         if max_tokens is not None:

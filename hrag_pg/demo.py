@@ -151,14 +151,8 @@ def ingest_examples(hrag: Any, progress: Any = None) -> list[Any]:
 
 def run_case(hrag: Any, case: DemoCase) -> tuple[list[RetrievalResult], bool]:
     """Ask one case with the default settings of its mode (the auto mode with its default budget)."""
-    from .api import AutoMergingRetriever, AutoRetriever, ParentChildRetriever
+    from .settings import for_mode
 
-    retriever: Any
-    if case.mode == "parent-child":
-        retriever = ParentChildRetriever(hrag, collection=case.collection, **case.settings)
-    elif case.mode == "auto":
-        retriever = AutoRetriever(hrag, collection=case.collection, **case.settings)
-    else:
-        retriever = AutoMergingRetriever(hrag, collection=case.collection, **case.settings)
-    results = retriever.context(case.question).results
+    settings = for_mode(case.mode, collection=case.collection, **case.settings)
+    results = hrag.context(case.question, settings).results
     return results, case.check(results)

@@ -423,25 +423,25 @@ def evaluate(
 ) -> EvalReport:
     """Run each question through an hrag retriever's ``context()`` and score it.
 
-    ``mode`` is ``parent-child``, ``auto-merge`` or ``auto``; ``max_tokens`` becomes the
-    retriever's ``max_context_tokens`` (the budget mode's budget; for the other
-    modes hrag's own assembly); other keyword arguments (``collection``, ``lexical_weight``,
-    ``min_relative_score``, ``top_k``, ``reranker`` …) go to the retriever.
+    ``mode`` is ``parent-child``, ``auto-merge`` or ``auto``; ``max_tokens`` is the
+    context budget (the budget mode's default when None); other keyword arguments
+    (``collection``, ``lexical_weight``, ``min_relative_score``, ``top_k``, ``reranker`` …)
+    are the mode's settings by their flat names (:func:`hrag_pg.settings.for_mode`).
     Latency is end to end: question embedding, the SQL call and assembly.
     """
-    from .api import AutoMergingRetriever, AutoRetriever, ParentChildRetriever
+    from .settings import for_mode
 
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     if max_tokens is not None and max_tokens <= 0:
         raise ValueError(f"max_tokens must be positive, got {max_tokens}")
-    cls = {"parent-child": ParentChildRetriever, "auto-merge": AutoMergingRetriever, "auto": AutoRetriever}[mode]
     default_collection = retriever_settings.pop("collection", None)
     retrievers: dict[str | None, Any] = {}
     truncators: dict[str | None, Truncator] = {}
     for collection in dict.fromkeys(q.collection or default_collection for q in questions):
-        retrievers[collection] = cls(hrag, max_context_tokens=max_tokens, collection=collection,
-                                     **retriever_settings)
+        budget = {} if max_tokens is None else {"max_tokens": max_tokens}
+        retrievers[collection] = hrag.retriever(for_mode(mode, collection=collection, **budget,
+                                                         **retriever_settings))
         # tokens are counted as the collection's own model counts them
         truncators[collection] = truncator_for(hrag.query_embedder(collection))
         hrag.embed_query(questions[0].question, collection)  # load the model outside the timings

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json as _json
 import math as _math
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +19,7 @@ import numpy as _np
 from . import defaults
 from . import limits as _limits
 from .errors import InvalidArgument
+from .models import RetrievalResult, SearchHit
 
 # The hits come with the text a reranker scores (heading path + content, or
 # the question of a QA node), so reranking needs no second round trip.
@@ -392,3 +395,24 @@ def plan_auto_merge_hits_context(hits: GivenHits, merge_threshold: float,
     _, params = plan_auto_merge_hits(hits.ids, hits.scores, merge_threshold)
     _budget(max_tokens)
     return _context_statement(_GIVEN_HITS, *_AUTO_MERGE_RESULTS), {**params, **hits.params(), "b": max_tokens}
+
+
+# -------------------------------------------------------------- row mappers
+# What the statements' rows become.
+
+
+def hits_arrays(hits: Sequence[SearchHit]) -> tuple[list[uuid.UUID], list[float]]:
+    """The ids and scores of hits, in their order, as the ``*_hits`` functions take them."""
+    return [h.node_id for h in hits], [float(h.score) for h in hits]
+
+
+def to_result(mode: str, row: dict[str, Any]) -> RetrievalResult:
+    """A result row of any mode's statement."""
+    return RetrievalResult(mode=mode, **row)  # type: ignore[arg-type]
+
+
+def to_hit(row: dict[str, Any]) -> SearchHit:
+    """A search row, with the text a reranker reads: the heading path, then the content."""
+    path = " > ".join(p for p in (row.pop("heading_path", None) or []) if p)
+    text = row.pop("text", "") or ""
+    return SearchHit(**row, rerank_text=f"[{path}] {text}" if path else text)

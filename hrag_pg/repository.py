@@ -29,7 +29,7 @@ import contextlib
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -40,7 +40,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from sqlalchemy.engine import Engine
 
-from . import collection_model, migrate, queries
+from . import collection_model, migrate
 from .db import connection_error, operational_error, reconnect_failed, unpinged_checkout
 from .embedding import Embedder, check_vectors, identity_of
 from .errors import (
@@ -54,7 +54,7 @@ from .errors import (
     from_database,
 )
 from .ingest.flatten import FILE_PATH_KEY, FlatDocument
-from .models import IngestResult, Node, RetrievalResult, SearchHit
+from .models import IngestResult, Node
 
 #: Progress callback: (stage, done, total).
 Progress = Callable[[str, int, int], None]
@@ -70,20 +70,6 @@ _NODE_TYPES = (
     "text", "vector", "jsonb", "int4", "text",
 )
 COPY_CHUNK = 2000
-
-
-def hits_arrays(hits: Sequence[SearchHit]) -> tuple[list[uuid.UUID], list[float]]:
-    return [h.node_id for h in hits], [float(h.score) for h in hits]
-
-
-def to_result(mode: str, row: dict[str, Any]) -> RetrievalResult:
-    return RetrievalResult(mode=mode, **row)  # type: ignore[arg-type]
-
-
-def to_hit(row: dict[str, Any]) -> SearchHit:
-    path = " > ".join(p for p in (row.pop("heading_path", None) or []) if p)
-    text = row.pop("text", "") or ""
-    return SearchHit(**row, rerank_text=f"[{path}] {text}" if path else text)
 
 
 #: The columns that place a node in its tree; if none changes, a rewrite is an in-place update.
@@ -522,7 +508,7 @@ class Repository:
 
     def sources(self, collection: str | None = None) -> list[dict[str, Any]]:
         """What is stored: source, collection, document id, node count, last update, metadata."""
-        return self._fetch(
+        return self.fetch(
             "SELECT d.source, d.collection, d.id AS document_id, d.updated_at, d.metadata, "
             "       (SELECT count(*) FROM hrag.nodes n WHERE n.document_id = d.id) AS nodes "
             "  FROM hrag.documents d WHERE %(c)s::text IS NULL OR d.collection = %(c)s::text "
@@ -530,14 +516,14 @@ class Repository:
 
     def file_paths(self, collection: str) -> dict[str, str]:
         """The file each document of ``collection`` was ingested from, where one was recorded."""
-        rows = self._fetch(
+        rows = self.fetch(
             "SELECT d.source, d.metadata->>%(k)s AS file_path FROM hrag.documents d "
             " WHERE d.collection = %(c)s AND d.metadata ? %(k)s", {"c": collection, "k": FILE_PATH_KEY})
         return {r["source"]: r["file_path"] for r in rows if r["file_path"]}
 
     def collections_of(self, source: str) -> list[str]:
         """The collections holding a document named ``source`` (for "not in that collection" errors)."""
-        rows = self._fetch("SELECT collection FROM hrag.documents WHERE source = %(s)s ORDER BY collection",
+        rows = self.fetch("SELECT collection FROM hrag.documents WHERE source = %(s)s ORDER BY collection",
                            {"s": source})
         return [r["collection"] for r in rows]
 
@@ -552,7 +538,7 @@ class Repository:
         ConnectionLost says so: ``dead_connection``); the next pinged checkout
         reconnects.  ``ping=False`` takes the pooled connection without the
         ping's round trip, for a caller that repeats its statement when the
-        connection turns out dead (:meth:`_fetch`).
+        connection turns out dead (:meth:`fetch`).
         """
         url = self.engine.url.render_as_string(hide_password=False)
         try:
@@ -600,7 +586,7 @@ class Repository:
                 interrupt = _interrupt_behind(exc)
                 raise (interrupt or first) from None
 
-    def _fetch(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    def fetch(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         """One read statement, in autocommit and without a ping: one round trip.
 
         No BEGIN and ROLLBACK around it, and no ping of the pooled connection
@@ -630,31 +616,6 @@ class Repository:
             except psycopg.errors.DataError as exc:
                 raise from_database(exc) from exc
         return rows
-
-    def search(self, search: queries.Search, k: int = 20) -> list[SearchHit]:
-        """The ANN step alone (hybrid-rescored when the search asks for it)."""
-        return [to_hit(row) for row in self._fetch(*queries.plan_search(search, k))]
-
-    def parent_child(self, search: queries.Search, *, top_k_children: int = 20, max_parents: int = 4,
-                     min_score: float | None = None) -> list[RetrievalResult]:
-        rows = self._fetch(*queries.plan_parent_child(search, top_k_children, max_parents, min_score))
-        return [to_result("parent-child", row) for row in rows]
-
-    def auto_merge(self, search: queries.Search, *, top_k: int = 12,
-                   merge_threshold: float = 0.5, max_hit_share: float | None = None) -> list[RetrievalResult]:
-        rows = self._fetch(*queries.plan_auto_merge(search, top_k, merge_threshold, max_hit_share))
-        return [to_result("auto-merge", row) for row in rows]
-
-    def auto_merge_hits(self, hits: Sequence[SearchHit], merge_threshold: float = 0.5) -> list[RetrievalResult]:
-        ids, scores = hits_arrays(hits)
-        rows = self._fetch(*queries.plan_auto_merge_hits(ids, scores, merge_threshold))
-        return [to_result("auto-merge", row) for row in rows]
-
-    def parent_child_hits(self, hits: Sequence[SearchHit], max_parents: int = 4,
-                          top_k_children: int | None = None) -> list[RetrievalResult]:
-        ids, scores = hits_arrays(hits)
-        rows = self._fetch(*queries.plan_parent_child_hits(ids, scores, max_parents, top_k_children))
-        return [to_result("parent-child", row) for row in rows]
 
     def node_text(self, node_id: uuid.UUID) -> str | None:
         node_id = _node_id(node_id)
@@ -688,7 +649,7 @@ class Repository:
 
     def check_integrity(self) -> list[dict[str, Any]]:
         """Problems found by ``hrag.check_integrity()`` (empty when healthy)."""
-        return self._fetch("SELECT problem, document_id, node_id, detail FROM hrag.check_integrity() "
+        return self.fetch("SELECT problem, document_id, node_id, detail FROM hrag.check_integrity() "
                            "ORDER BY problem, document_id, node_id", {})
 
     def repair_integrity(self) -> dict[str, int]:
@@ -699,7 +660,7 @@ class Repository:
 
     def collections(self) -> list[str]:
         """The collections this role can see (row-level security applies), sorted."""
-        return [r["collection"] for r in self._fetch(
+        return [r["collection"] for r in self.fetch(
             "SELECT DISTINCT collection FROM hrag.documents ORDER BY collection", {})]
 
     def stats(self) -> dict[str, Any]:

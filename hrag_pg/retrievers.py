@@ -13,19 +13,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
 from . import context as context_module
-from . import defaults, queries
+from . import queries
 from .errors import HragError
+from .ingest.tokens import TokenCounter
 from .models import Context, RetrievalResult, SearchHit
-from .repository import hits_arrays, to_hit, to_result
 from .rerank import Reranker
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .api import HRAG
+from .settings import AutoMergeSettings, BudgetSettings, ParentChildSettings, Settings
 
 T = TypeVar("T")
 
@@ -96,40 +94,61 @@ async def arun(flow: Flow[T], fetch: AsyncFetcher) -> T:
 # ------------------------------------------------------------------ retrievers
 
 
-@dataclass
-class BaseRetriever:
-    """Settings shared by every mode.
+@dataclass(frozen=True)
+class Reads:
+    """What a retriever needs of an installation, and nothing more.
 
-    ``lexical_weight`` blends lexical term overlap into the vector score
-    (``hrag.search_hybrid``; 0 uses the plain functions), ``min_relative_score``
-    drops hits scoring below that share of the best hit, and a ``reranker``
-    rescores the ``rerank_candidates`` best children before expansion or
-    merging.  ``max_context_tokens`` bounds :meth:`context`.
+    The question's vector, a token counter for results assembled without a
+    budget, and a way to run one read statement (sync and async).  ``HRAG``
+    provides one (:attr:`hrag_pg.HRAG.reads`); a test or another host can
+    build its own.
     """
 
-    hrag: HRAG
-    collection: str | None = None
-    filter: dict[str, Any] | None = None
-    lexical_weight: float = defaults.LEXICAL_WEIGHT
-    candidates: int | None = None
-    min_relative_score: float | None = None
-    reranker: Reranker | None = None
-    rerank_candidates: int = defaults.RERANK_CANDIDATES
-    max_context_tokens: int | None = None
+    embed_query: Callable[[str, str | None], np.ndarray]
+    token_counter: Callable[[str | None], TokenCounter]
+    fetch: Fetcher
+    afetch: AsyncFetcher
 
-    mode = "parent-child"
+
+S = TypeVar("S", ParentChildSettings, AutoMergeSettings, BudgetSettings)
+
+
+@dataclass(frozen=True)
+class BaseRetriever(Generic[S]):
+    """One mode's retrieval: its settings (:mod:`hrag_pg.settings`) on an installation's reads.
+
+    The subclasses say which statements a mode sends; the drivers at the
+    bottom run them on the sync or the async connection.
+    """
+
+    reads: Reads
+    settings: S
+
+    @property
+    def mode(self) -> str:
+        return self.settings.mode
 
     def _search(self, question: str, query: np.ndarray) -> queries.Search:
-        return queries.Search(query=query, text=question, collection=self.collection, filter=self.filter,
-                              lexical_weight=self.lexical_weight, candidates=self.candidates,
-                              min_relative_score=self.min_relative_score)
+        s = self.settings
+        return queries.Search(query=query, text=question, collection=s.collection, filter=s.filter,
+                              lexical_weight=s.lexical_weight, candidates=s.candidates,
+                              min_relative_score=s.min_relative_score)
 
-    # The steps: subclasses say which statements a mode sends.
     def results_flow(self, question: str, query: np.ndarray) -> Flow[list[RetrievalResult]]:
+        """The mode's results for the question (the budget, if any, left to :meth:`context_flow`)."""
+        if self.settings.reranker is None:
+            rows = yield Fetch(*self._plan(self._search(question, query)))
+        else:
+            given = yield from self._reranked(question, query)
+            rows = yield Fetch(*self._given_hits_plan(given, None))
+        return [queries.to_result(self.mode, row) for row in rows]
+
+    def _plan(self, search: queries.Search) -> tuple[str, dict[str, Any]]:
+        """The mode's statement for its results."""
         raise NotImplementedError
 
     def _hits_k(self) -> int:
-        """How many candidates the mode's results were built from."""
+        """How many candidates the mode's results were built from (the reranker sees at least as many)."""
         raise NotImplementedError
 
     def _context_plan(self, search: queries.Search, budget: int) -> tuple[str, dict[str, Any]]:
@@ -137,7 +156,7 @@ class BaseRetriever:
         raise NotImplementedError
 
     def context_flow(self, question: str, query: np.ndarray) -> Flow[Context]:
-        """The results, then the budget: greedy by score within ``max_context_tokens``.
+        """The results, then the budget: greedy by score within ``max_tokens``.
 
         A passage that does not fit is not simply dropped while smaller,
         worse ones are kept: it is replaced by the best part of it that fits
@@ -147,14 +166,13 @@ class BaseRetriever:
         (``hrag._fit_budget``), in the stored token counts the budget mode
         uses; the replaced passage is reported in ``dropped``.
         """
-        budget = self.max_context_tokens
+        budget = self.settings.max_tokens
         if budget is None:
             results = yield from self.results_flow(question, query)
-            counter = self.hrag.query_embedder(self.collection).token_counter
-            return context_module.assemble(results, None, counter)
+            return context_module.assemble(results, None, self.reads.token_counter(self.settings.collection))
         if budget <= 0:
             raise ValueError(f"max_tokens must be positive, got {budget}")
-        if self.reranker is None:
+        if self.settings.reranker is None:
             rows = yield Fetch(*self._context_plan(self._search(question, query), budget))
         else:
             given = yield from self._reranked(question, query)
@@ -168,14 +186,16 @@ class BaseRetriever:
         reranker's: a budget fitted in SQL weighs hits on the candidate
         stage's scale, whatever scale the reranker scores on.
         """
-        assert self.reranker is not None
-        rows = yield Fetch(*queries.plan_search(self._search(question, query), self._hits_k()))
-        hits = self._eligible([to_hit(row) for row in rows])
-        best = yield Rerank(question, hits, self.reranker, self._rerank_keep(hits))
+        reranker = self.settings.reranker
+        assert reranker is not None
+        k = max(self.settings.rerank_candidates, self._hits_k())
+        rows = yield Fetch(*queries.plan_search(self._search(question, query), k))
+        hits = self._eligible([queries.to_hit(row) for row in rows])
+        best = yield Rerank(question, hits, reranker, self._rerank_keep(hits))
         candidate_score = {h.node_id: h.score for h in hits}
-        ids, scores = hits_arrays(best)
+        ids, scores = queries.hits_arrays(best)
         return queries.GivenHits(ids, [h.document_id for h in best], scores,
-                                       [candidate_score[h.node_id] for h in best])
+                                 [candidate_score[h.node_id] for h in best])
 
     def _eligible(self, hits: list[SearchHit]) -> list[SearchHit]:
         """The candidates a reranker may choose from."""
@@ -183,7 +203,7 @@ class BaseRetriever:
 
     def _rerank_keep(self, hits: list[SearchHit]) -> int:
         """How many of the reranked candidates the mode goes on with."""
-        raise NotImplementedError
+        return self._hits_k()
 
     def _given_hits_plan(self, hits: queries.GivenHits, budget: int | None) -> tuple[str, dict[str, Any]]:
         """The mode's statement for reranked hits: its results, or (``budget``) its context."""
@@ -191,25 +211,26 @@ class BaseRetriever:
 
     # The drivers.
     def retrieve(self, question: str) -> list[RetrievalResult]:
-        query = self.hrag.embed_query(question, self.collection)
-        return run(self.results_flow(question, query), self.hrag.repository._fetch)
+        """The results; with ``max_tokens``, those that fit (see :meth:`context`)."""
+        if self.settings.max_tokens is not None:
+            return self.context(question).results
+        query = self.reads.embed_query(question, self.settings.collection)
+        return run(self.results_flow(question, query), self.reads.fetch)
 
     def context(self, question: str) -> Context:
-        """The results assembled greedily by score within ``max_context_tokens``."""
-        query = self.hrag.embed_query(question, self.collection)
-        return run(self.context_flow(question, query), self.hrag.repository._fetch)
+        """The results within ``max_tokens``, with what was dropped or replaced to fit."""
+        query = self.reads.embed_query(question, self.settings.collection)
+        return run(self.context_flow(question, query), self.reads.fetch)
 
     async def aretrieve(self, question: str) -> list[RetrievalResult]:
-        query = await asyncio.to_thread(self.hrag.embed_query, question, self.collection)
-        return await arun(self.results_flow(question, query), self.hrag.async_repository._fetch)
+        if self.settings.max_tokens is not None:
+            return (await self.acontext(question)).results
+        query = await asyncio.to_thread(self.reads.embed_query, question, self.settings.collection)
+        return await arun(self.results_flow(question, query), self.reads.afetch)
 
     async def acontext(self, question: str) -> Context:
-        query = await asyncio.to_thread(self.hrag.embed_query, question, self.collection)
-        return await arun(self.context_flow(question, query), self.hrag.async_repository._fetch)
-
-
-def _results(mode: str, rows: list[dict[str, Any]]) -> list[RetrievalResult]:
-    return [to_result(mode, row) for row in rows]
+        query = await asyncio.to_thread(self.reads.embed_query, question, self.settings.collection)
+        return await arun(self.context_flow(question, query), self.reads.afetch)
 
 
 def _label(result: RetrievalResult) -> str:
@@ -232,122 +253,88 @@ def _fitted_context(mode: str, rows: list[dict[str, Any]], budget: int) -> Conte
     for row in rows:
         owner, step = row.pop("owner"), row.pop("kept")
         if step == "part":
-            kept.append(_as_part_of(owners[owner], to_result("auto", row)))
+            kept.append(_as_part_of(owners[owner], queries.to_result("auto", row)))
             continue
         row.pop("reason")
-        result = to_result(mode, row)
+        result = queries.to_result(mode, row)
         owners[owner] = result
         (kept if step == "whole" else dropped).append(result)
     return Context(results=kept, dropped=dropped, total_tokens=sum(r.token_count for r in kept), max_tokens=budget)
 
 
-@dataclass
-class ParentChildRetriever(BaseRetriever):
+@dataclass(frozen=True)
+class ParentChildRetriever(BaseRetriever[ParentChildSettings]):
     """Small-to-big: match children, return their whole parents (``hrag.parent_child``)."""
 
-    top_k_children: int = defaults.TOP_K_CHILDREN
-    max_parents: int = defaults.MAX_PARENTS
-    min_score: float | None = None
-
-    mode = "parent-child"
+    def _plan(self, search: queries.Search) -> tuple[str, dict[str, Any]]:
+        s = self.settings
+        return queries.plan_parent_child(search, s.top_k_children, s.max_parents, s.min_score)
 
     def _hits_k(self) -> int:
-        return max(self.rerank_candidates, self.top_k_children) if self.reranker else self.top_k_children
+        return self.settings.top_k_children
 
     def _context_plan(self, search: queries.Search, budget: int) -> tuple[str, dict[str, Any]]:
-        return queries.plan_parent_child_context(search, self.top_k_children, self.max_parents, self.min_score,
-                                                 budget)
+        s = self.settings
+        return queries.plan_parent_child_context(search, s.top_k_children, s.max_parents, s.min_score, budget)
 
     def _eligible(self, hits: list[SearchHit]) -> list[SearchHit]:
-        return hits if self.min_score is None else [h for h in hits if h.score >= self.min_score]
+        floor = self.settings.min_score
+        return hits if floor is None else [h for h in hits if h.score >= floor]
 
     def _rerank_keep(self, hits: list[SearchHit]) -> int:
         return len(hits)
 
     def _given_hits_plan(self, hits: queries.GivenHits, budget: int | None) -> tuple[str, dict[str, Any]]:
+        s = self.settings
         if budget is None:
-            return queries.plan_parent_child_hits(hits.ids, hits.scores, self.max_parents, self.top_k_children)
-        return queries.plan_parent_child_hits_context(hits, self.max_parents, self.top_k_children, budget)
-
-    def results_flow(self, question: str, query: np.ndarray) -> Flow[list[RetrievalResult]]:
-        if self.reranker is None:
-            rows = yield Fetch(*queries.plan_parent_child(self._search(question, query), self.top_k_children,
-                                                          self.max_parents, self.min_score))
-        else:
-            given = yield from self._reranked(question, query)
-            rows = yield Fetch(*self._given_hits_plan(given, None))
-        return _results(self.mode, rows)
+            return queries.plan_parent_child_hits(hits.ids, hits.scores, s.max_parents, s.top_k_children)
+        return queries.plan_parent_child_hits_context(hits, s.max_parents, s.top_k_children, budget)
 
 
-@dataclass
-class AutoMergingRetriever(BaseRetriever):
+@dataclass(frozen=True)
+class AutoMergingRetriever(BaseRetriever[AutoMergeSettings]):
     """Auto-merging: hit leaves, merge siblings into parents upward (``hrag.auto_merge``)."""
 
-    top_k: int = defaults.TOP_K
-    merge_threshold: float = defaults.MERGE_THRESHOLD
-    #: Hits are at most this share of the collection's search targets (``hrag.sample_hits``): twelve hits
-    #: in a 35-item policy would merge into the whole document whatever the question.  None: plain top_k.
-    max_hit_share: float | None = defaults.MAX_HIT_SHARE
-
-    mode = "auto-merge"
+    def _plan(self, search: queries.Search) -> tuple[str, dict[str, Any]]:
+        s = self.settings
+        return queries.plan_auto_merge(search, s.top_k, s.merge_threshold, s.max_hit_share)
 
     def _hits_k(self) -> int:
-        return max(self.rerank_candidates, self.top_k) if self.reranker else self.top_k
+        return self.settings.top_k
 
     def _context_plan(self, search: queries.Search, budget: int) -> tuple[str, dict[str, Any]]:
-        return queries.plan_auto_merge_context(search, self.top_k, self.merge_threshold, self.max_hit_share, budget)
-
-    def _rerank_keep(self, hits: list[SearchHit]) -> int:
-        return self.top_k
+        s = self.settings
+        return queries.plan_auto_merge_context(search, s.top_k, s.merge_threshold, s.max_hit_share, budget)
 
     def _given_hits_plan(self, hits: queries.GivenHits, budget: int | None) -> tuple[str, dict[str, Any]]:
         if budget is None:
-            return queries.plan_auto_merge_hits(hits.ids, hits.scores, self.merge_threshold)
-        return queries.plan_auto_merge_hits_context(hits, self.merge_threshold, budget)
-
-    def results_flow(self, question: str, query: np.ndarray) -> Flow[list[RetrievalResult]]:
-        if self.reranker is None:
-            rows = yield Fetch(*queries.plan_auto_merge(self._search(question, query), self.top_k,
-                                                        self.merge_threshold, self.max_hit_share))
-        else:
-            given = yield from self._reranked(question, query)
-            rows = yield Fetch(*self._given_hits_plan(given, None))
-        return _results(self.mode, rows)
+            return queries.plan_auto_merge_hits(hits.ids, hits.scores, self.settings.merge_threshold)
+        return queries.plan_auto_merge_hits_context(hits, self.settings.merge_threshold, budget)
 
 
-@dataclass
-class AutoRetriever(BaseRetriever):
-    """Budget-aware: the best non-overlapping context within ``max_tokens`` (``hrag.retrieve``).
+@dataclass(frozen=True)
+class AutoRetriever(BaseRetriever[BudgetSettings]):
+    """The budget mode: the best non-overlapping context within ``max_tokens`` (``hrag.retrieve``).
 
-    From the hits' ancestor paths the SQL chooses leaves, sections or whole
-    chapters by the evidence each covers per token, never a node with its
-    ancestor, while what a node adds is worth its tokens: a narrow question
-    gets a few small nodes, a broad one merged sections, up to the budget.  ``max_tokens`` is measured in the stored
-    token counts of the nodes' subtrees.  With a ``reranker``, the
-    candidates are rescored first and the selection runs on them
-    (``hrag.retrieve_hits``).
+    See :class:`hrag_pg.settings.BudgetSettings` for how it chooses.  With a
+    ``reranker``, the candidates are rescored first and the selection runs
+    on them (``hrag.retrieve_hits``).
     """
 
-    max_tokens: int = defaults.MAX_TOKENS
-    top_k: int = defaults.AUTO_TOP_K
-    mode = "auto"
-
     def _budget(self) -> int:
-        return self.max_context_tokens if self.max_context_tokens is not None else self.max_tokens
+        budget = self.settings.max_tokens
+        if budget is None:
+            raise ValueError("the budget mode needs max_tokens (a token budget), got None")
+        return budget
+
+    def _plan(self, search: queries.Search) -> tuple[str, dict[str, Any]]:
+        return queries.plan_retrieve(search, self.settings.top_k, self._budget())
 
     def _hits_k(self) -> int:
-        return max(self.rerank_candidates, self.top_k) if self.reranker else self.top_k
+        return self.settings.top_k
 
-    def _rerank_keep(self, hits: list[SearchHit]) -> int:
-        return self.top_k
-
-    def results_flow(self, question: str, query: np.ndarray) -> Flow[list[RetrievalResult]]:
-        if self.reranker is None:
-            rows = yield Fetch(*queries.plan_retrieve(self._search(question, query), self.top_k, self._budget()))
-        else:
-            given = yield from self._reranked(question, query)
-            rows = yield Fetch(*queries.plan_retrieve_hits(given.ids, given.scores, self._budget()))
-        return _results(self.mode, rows)
+    def _given_hits_plan(self, hits: queries.GivenHits, budget: int | None) -> tuple[str, dict[str, Any]]:
+        return queries.plan_retrieve_hits(hits.ids, hits.scores, self._budget())
 
     def context_flow(self, question: str, query: np.ndarray) -> Flow[Context]:
         """The selection already fits the budget (in stored token counts): nothing is dropped."""
@@ -355,50 +342,17 @@ class AutoRetriever(BaseRetriever):
         return Context(results=results, total_tokens=sum(r.token_count for r in results), max_tokens=self._budget())
 
 
-Mode = str  # one of defaults.MODES
+_RETRIEVERS: dict[type[Settings], type[BaseRetriever[Any]]] = {
+    ParentChildSettings: ParentChildRetriever,
+    AutoMergeSettings: AutoMergingRetriever,
+    BudgetSettings: AutoRetriever,
+}
 
 
-def retriever_for(
-    hrag: HRAG,
-    mode: Mode = "parent-child",
-    *,
-    collection: str | None = None,
-    filter: dict[str, Any] | None = None,
-    top_k: int | None = None,
-    max_parents: int = defaults.MAX_PARENTS,
-    min_score: float | None = None,
-    merge_threshold: float = defaults.MERGE_THRESHOLD,
-    max_tokens: int | None = None,
-    lexical_weight: float = defaults.LEXICAL_WEIGHT,
-    candidates: int | None = None,
-    min_relative_score: float | None = None,
-    reranker: Reranker | None = None,
-    rerank_candidates: int = defaults.RERANK_CANDIDATES,
-) -> BaseRetriever:
-    """The retriever of one mode, named the way the CLI and the adapters name the settings.
-
-    ``top_k`` is the children matched (parent-child, default
-    ``defaults.TOP_K_CHILDREN``) or the leaves hit (auto-merge, default
-    ``defaults.TOP_K``) or the hits feeding the selection (auto, ``defaults.AUTO_TOP_K``);
-    ``max_tokens`` is the context budget (auto: ``defaults.MAX_TOKENS`` when None).
-    """
-    common: dict[str, Any] = {
-        "collection": collection, "filter": filter, "lexical_weight": lexical_weight, "candidates": candidates,
-        "min_relative_score": min_relative_score, "reranker": reranker, "rerank_candidates": rerank_candidates,
-        "max_context_tokens": max_tokens,
-    }
-    if mode == "parent-child":
-        return ParentChildRetriever(hrag, top_k_children=defaults.TOP_K_CHILDREN if top_k is None else top_k,
-                                    max_parents=max_parents, min_score=min_score, **common)
-    if mode == "auto-merge":
-        return AutoMergingRetriever(hrag, top_k=defaults.TOP_K if top_k is None else top_k,
-                                    merge_threshold=merge_threshold, **common)
-    if mode == "auto":
-        common["max_context_tokens"] = None
-        return AutoRetriever(hrag, top_k=defaults.AUTO_TOP_K if top_k is None else top_k,
-                             max_tokens=defaults.MAX_TOKENS if max_tokens is None else max_tokens, **common)
-    raise ValueError(f"mode must be one of {', '.join(available_modes())}, got {mode!r}")
-
-
-def available_modes() -> tuple[str, ...]:
-    return defaults.MODES
+def retriever_for(reads: Reads, settings: Settings) -> BaseRetriever[Any]:
+    """The retriever of the mode ``settings`` describe."""
+    retriever = _RETRIEVERS.get(type(settings))
+    if retriever is None:
+        raise TypeError(f"settings must be ParentChildSettings, AutoMergeSettings or BudgetSettings, "
+                        f"got {type(settings).__name__}")
+    return retriever(reads, settings)

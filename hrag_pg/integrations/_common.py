@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import IngestError
 from ..models import RetrievalResult
-from ..retrievers import BaseRetriever, retriever_for
+from ..retrievers import BaseRetriever
+from ..settings import Settings, for_mode, scoped
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..api import HRAG
@@ -32,11 +33,26 @@ def facade(hrag: Any) -> HRAG:
     raise TypeError(f"hrag must be an HRAG or AsyncHRAG instance, got {type(hrag).__name__}")
 
 
-def build_retriever(hrag: Any, mode: str, *, collection: str | None, filter: dict[str, Any] | None,
-                    max_tokens: int | None, params: Mapping[str, Any]) -> BaseRetriever:
-    """The hrag retriever for an adapter's fields (unknown parameters fail here, by name)."""
-    return retriever_for(facade(hrag), mode, collection=collection, filter=filter, max_tokens=max_tokens,
-                         **dict(params))
+def build_retriever(hrag: Any, mode: str | None, *, settings: Settings | None, collection: str | None,
+                    filter: dict[str, Any] | None, max_tokens: int | None,
+                    params: Mapping[str, Any]) -> BaseRetriever[Any]:
+    """The hrag retriever for an adapter's fields: a settings object, or a mode and flat parameters.
+
+    Unknown parameters, or parameters of another mode, fail here, by name
+    (:func:`hrag_pg.settings.for_mode`); ``collection``, ``filter`` and
+    ``max_tokens`` narrow either.
+    """
+    scope = {name: value for name, value in
+             (("collection", collection), ("filter", filter), ("max_tokens", max_tokens)) if value is not None}
+    if settings is None:
+        return facade(hrag).retriever(for_mode(mode or "parent-child", **scope, **dict(params)))
+    if params:
+        raise ValueError(f"pass the retrieval settings either as settings= or as parameters, not both "
+                         f"(got settings and {', '.join(sorted(params))})")
+    if mode is not None and mode != settings.mode:
+        raise ValueError(f"mode {mode!r} does not match the settings given ({type(settings).__name__} is "
+                         f"mode {settings.mode!r}); drop mode=")
+    return facade(hrag).retriever(scoped(settings, **scope))  # type: ignore[arg-type]
 
 
 def result_metadata(result: RetrievalResult) -> dict[str, Any]:

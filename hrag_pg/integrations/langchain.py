@@ -26,11 +26,10 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
-from .. import defaults
 from ..api import IngestReport
 from ..models import RetrievalResult
-from ..rerank import Reranker
 from ..retrievers import BaseRetriever as HragRetriever
+from ..settings import Settings
 from ._common import build_retriever, document_source, facade, result_metadata
 
 __all__ = ["HRAGRetriever", "to_document"]
@@ -44,56 +43,40 @@ def to_document(result: RetrievalResult) -> Document:
 class HRAGRetriever(BaseRetriever):
     """Hierarchical retrieval from PostgreSQL as a LangChain retriever.
 
-    ``mode`` is "parent-child" (small-to-big), "auto-merge" or "auto"
-    (budgeted, when the database has it); ``max_tokens`` bounds the context
-    (results that do not fit are left out, as ``HRAG.context`` does).  The
-    other fields are the retrieval parameters, with the defaults of
-    :mod:`hrag_pg.defaults`; ``top_k`` is the children matched
-    (parent-child) or the leaves hit (auto-merge).
+    The retrieval is described by ``settings`` (a :mod:`hrag_pg.settings`
+    object: ``ParentChildSettings``, ``AutoMergeSettings`` or
+    ``BudgetSettings``), or by ``mode`` ("parent-child", the default,
+    "auto-merge" or "auto", the budget mode) and that mode's settings as
+    keywords (``top_k``, ``max_parents``, ``merge_threshold``,
+    ``lexical_weight``, ``reranker``, …; a setting of another mode is an
+    error).  ``collection``, ``filter`` and ``max_tokens`` (a context
+    budget: a result that does not fit is replaced by the part of it that
+    does) narrow either.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="allow")
 
     hrag: Any = Field(description="An hrag_pg.HRAG (or AsyncHRAG).")
-    mode: Literal["parent-child", "auto-merge", "auto"] = "parent-child"
+    mode: Literal["parent-child", "auto-merge", "auto"] | None = None
+    settings: Settings | None = None
     collection: str | None = None
     filter: dict[str, Any] | None = None
     max_tokens: int | None = None
-    top_k: int | None = None
-    max_parents: int = defaults.MAX_PARENTS
-    min_score: float | None = None
-    merge_threshold: float = defaults.MERGE_THRESHOLD
-    lexical_weight: float = defaults.LEXICAL_WEIGHT
-    candidates: int | None = None
-    min_relative_score: float | None = None
-    reranker: Reranker | None = None
-    rerank_candidates: int = defaults.RERANK_CANDIDATES
 
     def model_post_init(self, context: Any, /) -> None:
         facade(self.hrag)  # a wrong object fails at construction, not at the first question
         self._hrag_retriever()
 
-    def _hrag_retriever(self) -> HragRetriever:
-        params = {"top_k": self.top_k, "max_parents": self.max_parents, "min_score": self.min_score,
-                  "merge_threshold": self.merge_threshold, "lexical_weight": self.lexical_weight,
-                  "candidates": self.candidates, "min_relative_score": self.min_relative_score,
-                  "reranker": self.reranker, "rerank_candidates": self.rerank_candidates}
-        return build_retriever(self.hrag, self.mode, collection=self.collection, filter=self.filter,
-                               max_tokens=self.max_tokens, params=params)
+    def _hrag_retriever(self) -> HragRetriever[Any]:
+        return build_retriever(self.hrag, self.mode, settings=self.settings, collection=self.collection,
+                               filter=self.filter, max_tokens=self.max_tokens, params=self.model_extra or {})
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        retriever = self._hrag_retriever()
-        results = retriever.context(query).results if self.max_tokens is not None else retriever.retrieve(query)
-        return [to_document(r) for r in results]
+        return [to_document(r) for r in self._hrag_retriever().retrieve(query)]
 
     async def _aget_relevant_documents(self, query: str, *,
                                        run_manager: AsyncCallbackManagerForRetrieverRun) -> list[Document]:
-        retriever = self._hrag_retriever()
-        if self.max_tokens is not None:
-            results = (await retriever.acontext(query)).results
-        else:
-            results = await retriever.aretrieve(query)
-        return [to_document(r) for r in results]
+        return [to_document(r) for r in await self._hrag_retriever().aretrieve(query)]
 
     def add_documents(
         self,

@@ -27,6 +27,7 @@ from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNo
 from ..api import IngestReport
 from ..models import RetrievalResult
 from ..retrievers import BaseRetriever as HragRetriever
+from ..settings import Settings
 from ._common import BOOKKEEPING_KEYS, build_retriever, document_source, facade, result_metadata
 
 __all__ = ["HRAGRetriever", "to_node"]
@@ -49,26 +50,29 @@ def to_node(result: RetrievalResult) -> NodeWithScore:
 class HRAGRetriever(BaseRetriever):
     """Hierarchical retrieval from PostgreSQL as a LlamaIndex retriever.
 
-    Takes the same settings as the LangChain adapter: ``mode``
-    ("parent-child", "auto-merge", "auto"), ``collection``, ``filter``,
-    ``max_tokens`` and the retrieval parameters as keywords (``top_k``,
-    ``max_parents``, ``merge_threshold``, ``lexical_weight``, ``reranker``, …).
+    Takes the same settings as the LangChain adapter: a ``settings`` object,
+    or ``mode`` ("parent-child", "auto-merge", "auto") and that mode's
+    settings as keywords (``top_k``, ``max_parents``, ``merge_threshold``,
+    ``lexical_weight``, ``reranker``, …), narrowed by ``collection``,
+    ``filter`` and ``max_tokens``.
     """
 
     def __init__(
         self,
         hrag: Any,
-        mode: Literal["parent-child", "auto-merge", "auto"] = "parent-child",
+        mode: Literal["parent-child", "auto-merge", "auto"] | None = None,
         collection: str | None = None,
         filter: dict[str, Any] | None = None,
         max_tokens: int | None = None,
         *,
+        settings: Settings | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         **params: Any,
     ) -> None:
         self.hrag = facade(hrag)
         self.mode = mode
+        self.settings = settings
         self.collection = collection
         self.filter = filter
         self.max_tokens = max_tokens
@@ -76,24 +80,15 @@ class HRAGRetriever(BaseRetriever):
         self._hrag_retriever()  # unknown parameters and modes fail here, by name
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
-    def _hrag_retriever(self) -> HragRetriever:
-        return build_retriever(self.hrag, self.mode, collection=self.collection, filter=self.filter,
-                               max_tokens=self.max_tokens, params=self.params)
+    def _hrag_retriever(self) -> HragRetriever[Any]:
+        return build_retriever(self.hrag, self.mode, settings=self.settings, collection=self.collection,
+                               filter=self.filter, max_tokens=self.max_tokens, params=self.params)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        retriever = self._hrag_retriever()
-        query = query_bundle.query_str
-        results = retriever.context(query).results if self.max_tokens is not None else retriever.retrieve(query)
-        return [to_node(r) for r in results]
+        return [to_node(r) for r in self._hrag_retriever().retrieve(query_bundle.query_str)]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        retriever = self._hrag_retriever()
-        query = query_bundle.query_str
-        if self.max_tokens is not None:
-            results = (await retriever.acontext(query)).results
-        else:
-            results = await retriever.aretrieve(query)
-        return [to_node(r) for r in results]
+        return [to_node(r) for r in await self._hrag_retriever().aretrieve(query_bundle.query_str)]
 
     def add_documents(
         self,

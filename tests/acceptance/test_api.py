@@ -8,10 +8,11 @@ from collections.abc import Sequence
 import pytest
 
 from hrag_pg import context as context_module
-from hrag_pg.api import HRAG, AsyncHRAG, AutoMergingRetriever, ParentChildRetriever
+from hrag_pg.api import HRAG, AsyncHRAG
 from hrag_pg.embedding import default_model_path
 from hrag_pg.errors import EmbeddingError
 from hrag_pg.rerank import CrossEncoderReranker
+from hrag_pg.settings import AutoMergeSettings, ParentChildSettings
 
 pytestmark = pytest.mark.model
 
@@ -19,23 +20,23 @@ QUESTION_JA = "私物端末（BYOD）を業務で使う場合の義務をすべ�
 QUESTION_EN = "How do I secure a Tidewater deployment with TLS and access control?"
 
 
-@pytest.mark.parametrize("retriever", [ParentChildRetriever, AutoMergingRetriever])
+@pytest.mark.parametrize("mode", [ParentChildSettings, AutoMergeSettings])
 @pytest.mark.parametrize("lexical_weight", [0.0, 0.5])
-def test_each_retrieval_is_one_sql_call(hrag: HRAG, retriever: type, lexical_weight: float) -> None:
+def test_each_retrieval_is_one_sql_call(hrag: HRAG, mode: type, lexical_weight: float) -> None:
     hrag.embed_query("warm up", "manual")
     calls: list[str] = []
-    original = hrag.repository._fetch
+    original = hrag.repository.fetch
 
     def counting(sql: str, params: dict) -> list:
         calls.append(sql)
         return original(sql, params)
 
-    hrag.repository._fetch = counting  # type: ignore[method-assign]
+    hrag.repository.fetch = counting  # type: ignore[method-assign]
     try:
-        results = retriever(hrag, collection="manual", lexical_weight=lexical_weight,
-                            min_relative_score=None).retrieve(QUESTION_EN)
+        results = hrag.retriever(mode(collection="manual", lexical_weight=lexical_weight,
+                                      min_relative_score=None)).retrieve(QUESTION_EN)
     finally:
-        del hrag.repository._fetch
+        del hrag.repository.fetch
     assert results and len(calls) == 1
     assert ("search_hybrid" in calls[0]) == (lexical_weight > 0)
 
@@ -83,8 +84,8 @@ def _content(rerank_text: str) -> str:
 def test_the_reranker_rescores_children_before_parents_are_chosen(hrag: HRAG) -> None:
     question = "How do I protect my data?"
     reranker = LexicalOverlapReranker()
-    results = ParentChildRetriever(hrag, collection="manual", reranker=reranker, max_parents=2).retrieve(question)
-    plain = ParentChildRetriever(hrag, collection="manual", max_parents=2).retrieve(question)
+    results = hrag.parent_child(question, ParentChildSettings(reranker=reranker, max_parents=2), collection="manual")
+    plain = hrag.parent_child(question, ParentChildSettings(max_parents=2), collection="manual")
     assert len(reranker.scored) == 50, "the reranker scored the 50 candidate children"
     assert all(t.startswith("[Tidewater Message Queue 4.2 Operations Manual") and "] " in t
                for t, _ in reranker.scored), \
@@ -100,8 +101,8 @@ def test_the_reranker_feeds_the_merge(hrag: HRAG) -> None:
     """The merge works on the reranked top 3: three items of 第5条 merge it whole (2 of 3 without reranking)."""
     question = "私物端末の義務"
     reranker = LexicalOverlapReranker()
-    results = AutoMergingRetriever(hrag, collection="security", reranker=reranker, top_k=3).retrieve(question)
-    plain = AutoMergingRetriever(hrag, collection="security", top_k=3).retrieve(question)
+    results = hrag.auto_merge(question, AutoMergeSettings(reranker=reranker, top_k=3), collection="security")
+    plain = hrag.auto_merge(question, AutoMergeSettings(top_k=3), collection="security")
     assert (plain[0].heading_path[-1], len(plain[0].merged_from or [])) == ("第5条（貸与端末）", 2)
     [top] = results
     assert top.heading_path[-1] == "第5条（貸与端末）" and top.hit_ratio == pytest.approx(1.0)
@@ -110,8 +111,7 @@ def test_the_reranker_feeds_the_merge(hrag: HRAG) -> None:
 
 
 def test_context_budget_keeps_whole_results_by_score_and_reports_the_rest(hrag: HRAG) -> None:
-    retriever = ParentChildRetriever(hrag, collection="manual", max_parents=4, max_context_tokens=700)
-    context = retriever.context(QUESTION_EN)
+    context = hrag.context(QUESTION_EN, ParentChildSettings(collection="manual", max_parents=4, max_tokens=700))
     # 325 + 356 tokens fit in 700; the next two (317, 101) would each overflow and are replaced by
     # their best part that fits (issue 10's budget rule), if any part does.
     whole = [r for r in context.results if not (r.reason and "fits the budget" in r.reason)]
@@ -119,7 +119,7 @@ def test_context_budget_keeps_whole_results_by_score_and_reports_the_rest(hrag: 
     assert [r.heading_path[-1] for r in context.dropped] == ["Hardening Checklist", "Mutual TLS"]
     assert context.total_tokens == sum(r.token_count for r in context.results) <= 700
     assert all(context.total_tokens + r.token_count > 700 for r in context.dropped)
-    unbounded = {r.node_id: r for r in ParentChildRetriever(hrag, collection="manual").retrieve(QUESTION_EN)}
+    unbounded = {r.node_id: r for r in hrag.parent_child(QUESTION_EN, collection="manual")}
     for r in context.results:
         if r.node_id in unbounded:
             assert r.content == unbounded[r.node_id].content, "a kept result is never cut"
@@ -138,7 +138,7 @@ def test_greedy_budget_skips_a_big_result_but_keeps_smaller_later_ones(hrag: HRA
     greedy pass keeps TLS Encryption, skips the next two (each would
     overflow) and still keeps Mutual TLS after them.
     """
-    results = ParentChildRetriever(hrag, collection="manual", max_parents=4).retrieve(QUESTION_EN)
+    results = hrag.parent_child(QUESTION_EN, ParentChildSettings(max_parents=4), collection="manual")
     counter = hrag.embedder.token_counter
     titles = [r.heading_path[-1] for r in results]
     sizes = [counter.count(r.content) for r in results]

@@ -519,16 +519,16 @@ def test_a_directory_with_no_file_to_read_is_an_error_naming_what_was_skipped(
 
 def test_python_limits_name_the_argument_given_not_a_derived_one(db_url: str, stored) -> None:
     from hrag_pg.errors import InvalidArgument
-    from hrag_pg.queries import Search
+    from hrag_pg.settings import AutoMergeSettings, ParentChildSettings
 
     hrag, _ = stored
-    query = hrag.embed_query("pinning packages")
-    hybrid = Search(query=query, text="pinning packages", lexical_weight=0.3)
-    assert hrag.repository.parent_child(hybrid, top_k_children=400)  # 3 x 400 candidates stay within 1..1000
+    question = "pinning packages"
+    # 3 x 400 candidates stay within 1..1000
+    assert hrag.parent_child(question, ParentChildSettings(top_k_children=400, lexical_weight=0.3))
     with pytest.raises(InvalidArgument, match=r'argument "top_k_children" must be between 1 and 1000, got 1200'):
-        hrag.repository.parent_child(hybrid, top_k_children=1200)
+        hrag.parent_child(question, ParentChildSettings(top_k_children=1200, lexical_weight=0.3))
     with pytest.raises(InvalidArgument, match=r'argument "top_k" must be between 1 and 1000, got 0'):
-        hrag.repository.auto_merge(hybrid, top_k=0)
+        hrag.auto_merge(question, AutoMergeSettings(top_k=0, lexical_weight=0.3))
 
 
 @pytest.mark.model

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from hrag_pg import demo
-from hrag_pg.api import HRAG, AutoMergingRetriever, AutoRetriever, ParentChildRetriever
+from hrag_pg.api import HRAG
+from hrag_pg.settings import AutoMergeSettings, for_mode
 
 pytestmark = pytest.mark.model
 
@@ -19,8 +20,8 @@ def _lead(content: str) -> str:
 
 
 def test_probation_allowances_question_returns_article_4_with_the_payment_day(hrag: HRAG) -> None:
-    results = ParentChildRetriever(hrag, collection="hr").retrieve(
-        "試用期間中の2ヶ月間、通勤手当と昼食手当は支給されますか？")
+    results = hrag.parent_child(
+        "試用期間中の2ヶ月間、通勤手当と昼食手当は支給されますか？", collection="hr")
     top = results[0]
     assert top.title == "第4条：諸手当および福利厚生"
     assert "毎月25日" in top.content, "item 4 (the payment day) is in the parent's context"
@@ -29,16 +30,16 @@ def test_probation_allowances_question_returns_article_4_with_the_payment_day(hr
 
 
 def test_narrow_antivirus_question_keeps_8_1_unmerged(hrag: HRAG) -> None:
-    results = AutoMergingRetriever(hrag, collection="security").retrieve(
-        "私物のスマートフォンにウイルス対策ソフトを入れる必要はありますか？")
+    results = hrag.auto_merge(
+        "私物のスマートフォンにウイルス対策ソフトを入れる必要はありますか？", collection="security")
     assert results[0].content.startswith("8.1")
     assert results[0].merged_from == []
     assert not any(r.title == "第8条（BYOD）" for r in results)
 
 
 def test_all_byod_obligations_merge_into_article_8(hrag: HRAG) -> None:
-    results = AutoMergingRetriever(hrag, collection="security").retrieve(
-        "私物端末（BYOD）を業務で使う場合の義務をすべて教えてください")
+    results = hrag.auto_merge(
+        "私物端末（BYOD）を業務で使う場合の義務をすべて教えてください", collection="security")
     top = results[0]
     assert top.title == "第8条（BYOD）"
     assert top.hit_ratio == pytest.approx(1.0)
@@ -92,10 +93,8 @@ EXPECTED = [
 
 @pytest.mark.parametrize("expected", EXPECTED, ids=lambda e: f"{e.mode}-{e.collection}-{e.top_heading}")
 def test_every_demo_question_returns_the_stated_context(hrag: HRAG, expected: Expected) -> None:
-    retriever_type = {"parent-child": ParentChildRetriever, "auto-merge": AutoMergingRetriever,
-                      "auto": AutoRetriever}[expected.mode]
-    results = retriever_type(hrag, collection=expected.collection, **expected.settings).context(
-        expected.question).results
+    settings = for_mode(expected.mode, collection=expected.collection, **expected.settings)
+    results = hrag.context(expected.question, settings).results
     assert results, "no results"
     top = results[0]
     assert top.heading_path[-1] == expected.top_heading, [r.heading_path for r in results]
@@ -128,7 +127,8 @@ def test_reingesting_the_examples_embeds_nothing(hrag: HRAG) -> None:
 
 def test_without_the_hit_share_cap_top_k_12_over_a_35_item_policy_climbs_past_article_8(hrag: HRAG) -> None:
     """Why auto-merge caps its hits at a tenth of a small collection: twelve hits are a third of it."""
-    results = AutoMergingRetriever(hrag, collection="security", max_hit_share=None).retrieve(
-        "私物端末（BYOD）を業務で使う場合の義務をすべて教えてください")
+    results = hrag.auto_merge(
+        "私物端末（BYOD）を業務で使う場合の義務をすべて教えてください", AutoMergeSettings(max_hit_share=None),
+        collection="security")
     assert results[0].title != "第8条（BYOD）"
     assert results[0].depth < 3

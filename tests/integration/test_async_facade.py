@@ -10,7 +10,7 @@ import pytest
 
 from hrag_pg.api import HRAG, AsyncHRAG
 from hrag_pg.db import libpq_url
-from hrag_pg.retrievers import AutoMergingRetriever, ParentChildRetriever
+from hrag_pg.settings import AutoMergeSettings, ParentChildSettings
 from tests.embedders import HashingEmbedder
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -42,9 +42,9 @@ async def test_sixteen_concurrent_async_calls_equal_the_sync_results_and_use_sev
 
 
 async def test_async_context_applies_the_same_budget_as_the_sync_context(hrag: HRAG) -> None:
-    sync = hrag.context(QUESTIONS[0], mode="parent-child", max_tokens=200)
+    sync = hrag.context(QUESTIONS[0], ParentChildSettings(max_tokens=200))
     async with AsyncHRAG(hrag) as ahrag:
-        got = await ahrag.context(QUESTIONS[0], mode="parent-child", max_tokens=200)
+        got = await ahrag.context(QUESTIONS[0], ParentChildSettings(max_tokens=200))
     assert got.model_dump() == sync.model_dump()
     assert got.total_tokens <= 200
 
@@ -83,7 +83,7 @@ async def test_an_async_call_cancelled_while_blocked_stops_in_the_server_and_the
 
 
 def test_aretrieve_works_from_two_event_loops_one_after_the_other(hrag: HRAG) -> None:
-    retriever = AutoMergingRetriever(hrag)
+    retriever = hrag.retriever(AutoMergeSettings())
     first = asyncio.run(retriever.aretrieve(QUESTIONS[1]))
     second = asyncio.run(retriever.aretrieve(QUESTIONS[1]))  # the first loop's pool is gone
     sync = retriever.retrieve(QUESTIONS[1])
@@ -93,7 +93,7 @@ def test_aretrieve_works_from_two_event_loops_one_after_the_other(hrag: HRAG) ->
 def test_the_sync_facade_is_a_context_manager(db_url: str) -> None:
     with HRAG(db_url, embedder=HashingEmbedder()) as h:
         h.ingest([FIXTURES / "work_rules_ja.md"])
-        assert ParentChildRetriever(h, max_parents=1).retrieve(QUESTIONS[0])
+        assert h.parent_child(QUESTIONS[0], ParentChildSettings(max_parents=1))
     assert h.parent_child(QUESTIONS[0]), "closing returns connections; the facade reconnects on use"
 
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from hrag_pg import cli, defaults
 from hrag_pg.api import HRAG, AsyncHRAG
-from hrag_pg.retrievers import AutoMergingRetriever, AutoRetriever, ParentChildRetriever
+from hrag_pg.settings import AutoMergeSettings, BudgetSettings, ParentChildSettings
 from tests.embedders import HashingEmbedder
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -43,14 +43,14 @@ def test_auto_mode_fits_the_budget_without_overlap_and_cites(hrag: HRAG, budget:
 
 def test_auto_context_and_async_retrieve_equal_the_sync_results(hrag: HRAG) -> None:
     sync = hrag.retrieve(QUESTION, max_tokens=300)
-    context = hrag.context(QUESTION, mode="auto", max_tokens=300)
+    context = hrag.context(QUESTION, BudgetSettings(max_tokens=300))
     assert [r.node_id for r in context.results] == [r.node_id for r in sync]
     assert context.total_tokens == sum(r.token_count for r in sync) <= 300 and not context.dropped
 
     async def both() -> list:
         async with AsyncHRAG(hrag) as ahrag:
             return list(await asyncio.gather(ahrag.retrieve(QUESTION, max_tokens=300),
-                                             ahrag.context(QUESTION, mode="auto", max_tokens=300)))
+                                             ahrag.context(QUESTION, BudgetSettings(max_tokens=300))))
 
     got, got_context = asyncio.run(both())
     assert [r.model_dump() for r in got] == [r.model_dump() for r in sync]
@@ -58,8 +58,8 @@ def test_auto_context_and_async_retrieve_equal_the_sync_results(hrag: HRAG) -> N
 
 
 def test_auto_retriever_defaults_come_from_the_defaults_module(hrag: HRAG) -> None:
-    retriever = AutoRetriever(hrag)
-    assert (retriever.max_tokens, retriever.top_k) == (defaults.MAX_TOKENS, defaults.AUTO_TOP_K)
+    settings = hrag.retriever(BudgetSettings()).settings
+    assert (settings.max_tokens, settings.top_k) == (defaults.MAX_TOKENS, defaults.AUTO_TOP_K)
 
 
 def test_cli_query_defaults_to_auto_mode_when_a_budget_is_given(hrag: HRAG, db_url: str, tmp_path: Path,
@@ -79,16 +79,16 @@ def test_cli_query_defaults_to_auto_mode_when_a_budget_is_given(hrag: HRAG, db_u
     assert human.exit_code == 0 and "work_rules_ja.md" in human.output
 
 
-@pytest.mark.parametrize("retriever_cls", [ParentChildRetriever, AutoMergingRetriever])
-def test_a_passage_over_the_budget_is_replaced_by_its_best_part_that_fits(hrag: HRAG, retriever_cls: type) -> None:
-    settings = {"max_parents": 2} if retriever_cls is ParentChildRetriever else {"top_k": 12}
-    unbounded = retriever_cls(hrag, collection="default", **settings).retrieve(QUESTION)
+@pytest.mark.parametrize("mode", [ParentChildSettings, AutoMergeSettings])
+def test_a_passage_over_the_budget_is_replaced_by_its_best_part_that_fits(hrag: HRAG, mode: type) -> None:
+    settings = {"max_parents": 2} if mode is ParentChildSettings else {"top_k": 12}
+    unbounded = hrag.context(QUESTION, mode(collection="default", **settings)).results
     counter = hrag.embedder.token_counter
     best = unbounded[0]
     size = counter.count(best.content)
     budget = max(size // 2, 20)
     assert size > budget, "the best passage must not fit for this test to mean anything"
-    context = retriever_cls(hrag, collection="default", max_context_tokens=budget, **settings).context(QUESTION)
+    context = hrag.context(QUESTION, mode(collection="default", max_tokens=budget, **settings))
     assert context.total_tokens <= budget
     assert best.node_id in {r.node_id for r in context.dropped}
     parts = [r for r in context.results
@@ -112,34 +112,34 @@ def test_the_part_that_replaces_a_parent_holds_its_best_hit_not_its_smallest_par
     hrag.ingest_text("# NEWS\n\n## Changes in bash-5.2\n\n" + "\n\n".join(items) + "\n", source="NEWS",
                      collection="news")
     question = "What does the globskipdots shell option do?"
-    [parent] = ParentChildRetriever(hrag, collection="news", max_parents=1).retrieve(question)
+    [parent] = hrag.parent_child(question, ParentChildSettings(max_parents=1), collection="news")
     assert answer in parent.content and hrag.embedder.token_counter.count(parent.content) > 60
-    context = ParentChildRetriever(hrag, collection="news", max_parents=1, max_context_tokens=60).context(question)
+    context = hrag.context(question, ParentChildSettings(collection="news", max_parents=1, max_tokens=60))
     assert context.results and context.total_tokens <= 60
     assert any(answer in r.content for r in context.results), [r.content for r in context.results]
 
 
-@pytest.mark.parametrize("retriever_cls", [ParentChildRetriever, AutoMergingRetriever])
+@pytest.mark.parametrize("mode", [ParentChildSettings, AutoMergeSettings])
 def test_a_context_under_a_budget_is_one_round_trip_whether_or_not_a_passage_is_replaced(
-        hrag: HRAG, retriever_cls: type) -> None:
+        hrag: HRAG, mode: type) -> None:
     calls: list[str] = []
-    original = hrag.repository._fetch
+    original = hrag.repository.fetch
 
     def counting(sql: str, params: dict) -> list:
         calls.append(sql)
         return original(sql, params)
 
-    settings = {"max_parents": 1} if retriever_cls is ParentChildRetriever else {"top_k": 12}
-    hrag.repository._fetch = counting  # type: ignore[method-assign]
+    settings = {"max_parents": 1} if mode is ParentChildSettings else {"top_k": 12}
+    hrag.repository.fetch = counting  # type: ignore[method-assign]
     try:
-        roomy = retriever_cls(hrag, collection="default", max_context_tokens=100_000, **settings).context(QUESTION)
+        roomy = hrag.context(QUESTION, mode(collection="default", max_tokens=100_000, **settings))
         assert len(calls) == 1 and not roomy.dropped
         calls.clear()
-        tight = retriever_cls(hrag, collection="default", max_context_tokens=20, **settings).context(QUESTION)
+        tight = hrag.context(QUESTION, mode(collection="default", max_tokens=20, **settings))
         assert tight.dropped and tight.total_tokens <= 20
         assert len(calls) == 1 and "_fit_budget" in calls[0], calls
     finally:
-        del hrag.repository._fetch
+        del hrag.repository.fetch
 
 
 def test_both_adapters_offer_auto_mode(hrag: HRAG) -> None:
@@ -160,26 +160,25 @@ class _LongerFirst:
         return [float(len(t)) for t in texts]
 
 
-@pytest.mark.parametrize("retriever_cls", [ParentChildRetriever, AutoMergingRetriever])
-def test_a_reranked_context_is_fitted_in_the_statement_that_builds_it(hrag: HRAG, retriever_cls: type) -> None:
+@pytest.mark.parametrize("mode", [ParentChildSettings, AutoMergeSettings])
+def test_a_reranked_context_is_fitted_in_the_statement_that_builds_it(hrag: HRAG, mode: type) -> None:
     """Candidates, then results and fitting: two statements, whatever is replaced, never over the budget."""
     calls: list[str] = []
-    original = hrag.repository._fetch
+    original = hrag.repository.fetch
 
     def counting(sql: str, params: dict) -> list:
         calls.append(sql)
         return original(sql, params)
 
-    settings = {"max_parents": 1} if retriever_cls is ParentChildRetriever else {"top_k": 12}
-    reranked = retriever_cls(hrag, collection="default", reranker=_LongerFirst(), **settings)
-    best = reranked.retrieve(QUESTION)[0]
+    settings = {"max_parents": 1} if mode is ParentChildSettings else {"top_k": 12}
+    best = hrag.retriever(mode(collection="default", reranker=_LongerFirst(), **settings)).retrieve(QUESTION)[0]
     budget = max(best.token_count // 2, 20)
-    hrag.repository._fetch = counting  # type: ignore[method-assign]
+    hrag.repository.fetch = counting  # type: ignore[method-assign]
     try:
-        context = retriever_cls(hrag, collection="default", reranker=_LongerFirst(), max_context_tokens=budget,
-                                **settings).context(QUESTION)
+        context = hrag.context(QUESTION, mode(collection="default", reranker=_LongerFirst(), max_tokens=budget,
+                                              **settings))
     finally:
-        del hrag.repository._fetch
+        del hrag.repository.fetch
     assert len(calls) == 2 and "_fit_budget" in calls[1], calls
     assert context.total_tokens <= budget and best.node_id in {r.node_id for r in context.dropped}
     assert any(r.reason and "fits the budget" in r.reason for r in context.results)

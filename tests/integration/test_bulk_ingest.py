@@ -14,7 +14,7 @@ import pytest
 
 from hrag_pg.api import HRAG
 from hrag_pg.errors import IngestError
-from hrag_pg.queries import Search
+from hrag_pg.queries import Search, plan_search
 from tests.embedders import HashingEmbedder
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,8 +60,8 @@ def test_bulk_ingest_rebuilds_the_same_vector_index(postgresql: psycopg.Connecti
     report = hrag.ingest([_docs(tmp_path, 5)], collection="bulk", bulk=True)
     assert len(report.results) == 5 and not report.failed
     assert _index_definition(postgresql) == before
-    hits = hrag.repository.search(Search(
-        query=HashingEmbedder().vector("Alpha paragraph 3 about ships."), collection="bulk"), 3)
+    hits = hrag.repository.fetch(*plan_search(Search(
+        query=HashingEmbedder().vector("Alpha paragraph 3 about ships."), collection="bulk"), 3))
     assert len(hits) == 3
 
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from hrag_pg import cli
 from hrag_pg.api import HRAG
 from hrag_pg.ingest.loaders import load_document
-from hrag_pg.retrievers import AutoMergingRetriever, ParentChildRetriever
+from hrag_pg.settings import AutoMergeSettings, ParentChildSettings
 from tests.embedders import HashingEmbedder
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -38,12 +38,13 @@ def hrag(db_url: str) -> HRAG:
     return h
 
 
-@pytest.mark.parametrize("retriever", [ParentChildRetriever, AutoMergingRetriever])
+@pytest.mark.parametrize("mode", [ParentChildSettings, AutoMergeSettings])
 @pytest.mark.parametrize("reranker", [None, FirstWordsReranker()])
 @pytest.mark.parametrize("lexical_weight", [0.0, 0.3])
 def test_every_result_names_its_source_and_carries_the_documents_metadata(
-        hrag: HRAG, retriever: type, reranker: object, lexical_weight: float) -> None:
-    results = retriever(hrag, reranker=reranker, lexical_weight=lexical_weight, collection="default").retrieve(QUESTION)
+        hrag: HRAG, mode: type, reranker: object, lexical_weight: float) -> None:
+    results = hrag.retriever(mode(reranker=reranker, lexical_weight=lexical_weight, collection="default")).retrieve(
+        QUESTION)
     assert results
     for r in results:
         assert r.source == "work_rules_ja.md"
@@ -51,13 +52,13 @@ def test_every_result_names_its_source_and_carries_the_documents_metadata(
 
 
 def test_context_results_keep_their_citations(hrag: HRAG) -> None:
-    context = hrag.context(QUESTION, mode="parent-child", max_tokens=1500, collection="default")
+    context = hrag.context(QUESTION, ParentChildSettings(max_tokens=1500), collection="default")
     assert context.results and all(r.source == "work_rules_ja.md" for r in context.results + context.dropped)
 
 
 def test_json_and_human_output_show_the_source_and_the_whole_heading_path(
         hrag: HRAG, monkeypatch: pytest.MonkeyPatch) -> None:
-    results = hrag.parent_child(QUESTION, max_parents=2)
+    results = hrag.parent_child(QUESTION, ParentChildSettings(max_parents=2))
     payload = cli._result_json(results[0])
     assert payload["source"] == "work_rules_ja.md" and payload["document_metadata"]["lang"] == "ja"
     json.dumps(payload)

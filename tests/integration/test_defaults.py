@@ -9,9 +9,8 @@ import psycopg
 import pytest
 
 from hrag_pg import defaults
-from hrag_pg.api import HRAG, AsyncHRAG
 from hrag_pg.queries import Search
-from hrag_pg.retrievers import AutoMergingRetriever, ParentChildRetriever
+from hrag_pg.settings import AutoMergeSettings, BudgetSettings, ParentChildSettings
 
 #: (function, argument) → the Python default it must equal.
 SQL_DEFAULTS = {
@@ -58,15 +57,14 @@ def test_sql_function_defaults_equal_the_python_defaults(postgresql: psycopg.Con
 def test_python_entry_points_take_their_defaults_from_the_defaults_module() -> None:
     searched = Search(query=[0.0])
     assert searched.lexical_weight == defaults.LEXICAL_WEIGHT
-    assert ParentChildRetriever.__dataclass_fields__["lexical_weight"].default == defaults.LEXICAL_WEIGHT
-    assert AutoMergingRetriever.__dataclass_fields__["top_k"].default == defaults.TOP_K
-    for method in (HRAG.parent_child, HRAG.auto_merge, AsyncHRAG.parent_child, AsyncHRAG.auto_merge,
-                   HRAG.context, AsyncHRAG.context):
-        params = inspect.signature(method).parameters
-        assert "settings" not in params, f"{method.__qualname__} still takes **settings"
-        assert params["lexical_weight"].default == defaults.LEXICAL_WEIGHT
-    assert inspect.signature(HRAG.parent_child).parameters["top_k_children"].default == defaults.TOP_K_CHILDREN
-    assert inspect.signature(AsyncHRAG.auto_merge).parameters["merge_threshold"].default == defaults.MERGE_THRESHOLD
+    for settings in (ParentChildSettings(), AutoMergeSettings(), BudgetSettings()):
+        assert (settings.lexical_weight, settings.rerank_candidates) == (defaults.LEXICAL_WEIGHT,
+                                                                         defaults.RERANK_CANDIDATES)
+    assert (ParentChildSettings().top_k_children, ParentChildSettings().max_parents) == (
+        defaults.TOP_K_CHILDREN, defaults.MAX_PARENTS)
+    assert (AutoMergeSettings().top_k, AutoMergeSettings().merge_threshold, AutoMergeSettings().max_hit_share) == (
+        defaults.TOP_K, defaults.MERGE_THRESHOLD, defaults.MAX_HIT_SHARE)
+    assert (BudgetSettings().top_k, BudgetSettings().max_tokens) == (defaults.AUTO_TOP_K, defaults.MAX_TOKENS)
 
 
 def test_cli_query_options_default_to_the_defaults_module() -> None:

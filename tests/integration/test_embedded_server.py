@@ -69,11 +69,11 @@ def test_a_stopped_server_has_no_url_and_says_how_to_start_it(cluster: Path) -> 
 def test_opening_a_fresh_database_migrates_it_and_the_first_vector_query_works(blank_db_url: str) -> None:
     """HRAG.open reads the schema version first (pooled connection, no vector type yet), then migrates."""
     from hrag_pg.api import HRAG
-    from hrag_pg.queries import Search
+    from hrag_pg.queries import Search, plan_search
     from tests.embedders import HashingEmbedder
 
     hrag = HRAG.open(blank_db_url, embedder=HashingEmbedder())
     result = hrag.ingest_text("# Guide\n\nThe answer is forty-two.\n", source="guide.md")
     assert result.status == "created"
-    hits = hrag.repository.search(Search(query=hrag.embed_query("What is the answer?")), 1)
+    hits = hrag.repository.fetch(*plan_search(Search(query=hrag.embed_query("What is the answer?")), 1))
     assert len(hits) == 1

@@ -31,6 +31,7 @@ from hrag_pg.ingest.markdown import parse_markdown
 from hrag_pg.ingest.pipeline import IngestOptions, prepare_file, prepare_tree
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
 from hrag_pg.repository import Repository
+from hrag_pg.settings import ParentChildSettings
 from tests.embedders import HashingEmbedder, WrongDimEmbedder
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -498,7 +499,8 @@ def test_a_failure_inside_an_in_place_rewrite_keeps_the_previous_version_whole_a
     assert _stored_rows(sql, source) == rows_before
     assert sql.execute("SELECT count(*) FROM hrag.nodes WHERE content LIKE '%%version two%%'").fetchone()[0] == 0
     assert hrag.node_text(root) == version_1.strip()
-    results = hrag.parent_child("visitors show a badge at the gate", top_k_children=10, max_parents=3)
+    results = hrag.parent_child("visitors show a badge at the gate",
+                                ParentChildSettings(top_k_children=10, max_parents=3))
     assert results and all("version two" not in r.content for r in results)
     assert {r.content for r in results} <= {hrag.node_text(r.node_id) for r in results}
     assert hrag.repository.check_integrity() == []

@@ -685,7 +685,7 @@ def test_ctrl_c_that_leaves_a_command_in_progress_stays_an_interrupt(
             interrupt_with_a_command_in_progress(call)
         assert not [r for r in caplog.records if r.name.startswith("sqlalchemy")], \
             f"{call.__name__}: the pool logged a reset failure"
-    assert repo._fetch("SELECT 1 AS one", {}) == [{"one": 1}]  # the same pool answers the next call
+    assert repo.fetch("SELECT 1 AS one", {}) == [{"one": 1}]  # the same pool answers the next call
     repo.engine.dispose()
 
 

@@ -21,12 +21,14 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector
 
+from hrag_pg import queries
 from hrag_pg.api import HRAG, MAX_QUESTION_CHARS
 from hrag_pg.errors import IngestError, InvalidArgument
 from hrag_pg.ingest.flatten import MAX_SOURCE_BYTES
 from hrag_pg.ingest.markdown import parse_markdown
 from hrag_pg.models import SearchHit
 from hrag_pg.queries import Search
+from hrag_pg.settings import AutoMergeSettings, ParentChildSettings
 from tests.embedders import HashingEmbedder
 from tests.integration.test_ingest_write import GUIDE, assert_same, snapshot
 
@@ -229,15 +231,17 @@ def test_counts_outside_1_to_1000_are_refused_with_the_argument_named(guarded: G
     """
     hrag = guarded.hrag
     for call, name in [
-        (lambda: hrag.parent_child(QUESTION, top_k_children=k, lexical_weight=0), "top_k_children"),
-        (lambda: hrag.parent_child(QUESTION, max_parents=k), "max_parents"),
-        (lambda: hrag.auto_merge(QUESTION, top_k=k), "top_k"),
-        (lambda: hrag.auto_merge(QUESTION, top_k=k, lexical_weight=0, min_relative_score=None), "top_k"),
+        (lambda: hrag.parent_child(QUESTION, ParentChildSettings(top_k_children=k, lexical_weight=0)),
+         "top_k_children"),
+        (lambda: hrag.parent_child(QUESTION, ParentChildSettings(max_parents=k)), "max_parents"),
+        (lambda: hrag.auto_merge(QUESTION, AutoMergeSettings(top_k=k)), "top_k"),
+        (lambda: hrag.auto_merge(QUESTION, AutoMergeSettings(top_k=k, lexical_weight=0, min_relative_score=None)),
+         "top_k"),
     ]:
         with pytest.raises(InvalidArgument, match=f'argument "{name}" must be between 1 and 1000, got {k}'):
             call()
     with pytest.raises(InvalidArgument, match=f'argument "candidates" must be between 1 and 1000, got {k}'):
-        hrag.parent_child(QUESTION, candidates=k)
+        hrag.parent_child(QUESTION, ParentChildSettings(candidates=k))
     guarded.assert_intact()
 
 
@@ -252,14 +256,14 @@ def test_nan_infinite_zero_and_wrong_dimension_query_vectors_are_refused(guarded
         (np.ones(dim + 1, np.float32), 'argument "query" has 385 dimensions, but this installation stores 384'),
     ]
     for vector, message in cases:
-        for search, call in [
-            (Search(vector), lambda s: repo.search(s, 5)),
-            (Search(vector), repo.parent_child),
-            (Search(vector), repo.auto_merge),
-            (Search(vector, text=QUESTION, lexical_weight=0.5), repo.auto_merge),
+        for plan in [
+            queries.plan_search(Search(vector), 5),
+            queries.plan_parent_child(Search(vector), 20, 4, None),
+            queries.plan_auto_merge(Search(vector), 12, 0.5),
+            queries.plan_auto_merge(Search(vector, text=QUESTION, lexical_weight=0.5), 12, 0.5),
         ]:
             with pytest.raises(InvalidArgument, match=message):
-                call(search)
+                repo.fetch(*plan)
     # In SQL: pgvector refuses NaN and infinity on input; hrag names zero and wrong-sized queries.
     with pytest.raises(psycopg.errors.DataException, match="NaN not allowed in vector"):
         sql.execute("SELECT * FROM hrag.search_leaves('[NaN,1,2]'::vector, 5)")
@@ -288,11 +292,18 @@ def test_unknown_malformed_and_mismatched_node_ids(guarded: Guarded) -> None:
                         "ORDER BY seq LIMIT 1").fetchone()
     ghost = SearchHit(node_id=unknown, parent_id=uuid.uuid4(), document_id=uuid.uuid4(), score=0.99)
     real = SearchHit(node_id=known[0], parent_id=known[1], document_id=known[2], score=0.5)
-    assert hrag.repository.auto_merge_hits([ghost]) == []
-    assert hrag.repository.parent_child_hits([ghost]) == []
-    alone = hrag.repository.auto_merge_hits([real])
-    assert alone and hrag.repository.auto_merge_hits([ghost, real]) == alone
-    assert [r.node_id for r in hrag.repository.parent_child_hits([ghost, real])] == [known[1]]
+
+    def merged(hits: list[SearchHit]) -> list[dict[str, object]]:
+        return hrag.repository.fetch(*queries.plan_auto_merge_hits(*queries.hits_arrays(hits), 0.5))
+
+    def expanded(hits: list[SearchHit]) -> list[dict[str, object]]:
+        return hrag.repository.fetch(*queries.plan_parent_child_hits(*queries.hits_arrays(hits), 4, None))
+
+    assert merged([ghost]) == []
+    assert expanded([ghost]) == []
+    alone = merged([real])
+    assert alone and merged([ghost, real]) == alone
+    assert [r["node_id"] for r in expanded([ghost, real])] == [known[1]]
     assert sql.execute("SELECT count(*) FROM hrag.auto_merge_hits(ARRAY[%s]::uuid[], ARRAY[1]::real[])",
                        (unknown,)).fetchone()[0] == 0
 

@@ -1,0 +1,151 @@
+"""One settings object per retrieval mode: what to search, and how the mode shapes the answer.
+
+``HRAG``, ``AsyncHRAG``, the CLI and both adapters all describe a retrieval
+with these objects, so a setting has one name, one default (from
+:mod:`hrag_pg.defaults`) and one meaning wherever it is set; the facades add
+only the per-call scope (collection, filter, budget) on top.
+
+    from hrag_pg import AutoMergeSettings
+    tight = AutoMergeSettings(top_k=8, merge_threshold=0.6)
+    hrag.auto_merge("What does the BYOD policy require?", tight, collection="security")
+
+The values are checked where the statement is planned (:mod:`hrag_pg.queries`),
+with messages naming the setting, as the SQL functions name their arguments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypedDict
+
+from typing_extensions import Unpack
+
+from . import defaults
+from .rerank import Reranker
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchSettings:
+    """How candidates are found, the same in every mode.
+
+    ``lexical_weight`` blends lexical term overlap into the vector score
+    (``hrag.search_hybrid``; 0 searches by vector only), ``candidates`` is how
+    many vector candidates that score rescores (None: the mode's count, at
+    least 30), ``min_relative_score`` drops hits below that share of the best
+    hit's score, and a ``reranker`` rescores the ``rerank_candidates`` best
+    children before the mode expands or merges them.  ``max_tokens`` bounds
+    the context in stored token counts (None: no bound).
+    """
+
+    mode: ClassVar[str]
+
+    collection: str | None = None
+    filter: dict[str, Any] | None = None
+    max_tokens: int | None = None
+    lexical_weight: float = defaults.LEXICAL_WEIGHT
+    candidates: int | None = None
+    min_relative_score: float | None = None
+    reranker: Reranker | None = None
+    rerank_candidates: int = defaults.RERANK_CANDIDATES
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParentChildSettings(SearchSettings):
+    """Small-to-big (``hrag.parent_child``): match ``top_k_children`` children, return up to
+    ``max_parents`` whole parents, children scoring under ``min_score`` left out.
+
+    With ``max_tokens`` the parents are kept whole, best first, and one that
+    does not fit is replaced by the part of it the budget mode chooses.
+    """
+
+    mode: ClassVar[str] = "parent-child"
+
+    top_k_children: int = defaults.TOP_K_CHILDREN
+    max_parents: int = defaults.MAX_PARENTS
+    min_score: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AutoMergeSettings(SearchSettings):
+    """Auto-merging (``hrag.auto_merge``): ``top_k`` leaves hit, merged into a parent once
+    ``merge_threshold`` of its children are hit, upward.
+
+    ``max_hit_share`` caps the hits at that share of the collection's search
+    targets (``hrag.sample_hits``): twelve hits in a 35-item policy would
+    merge into the whole document whatever the question; None takes
+    ``top_k`` whatever the collection's size.
+    """
+
+    mode: ClassVar[str] = "auto-merge"
+
+    top_k: int = defaults.TOP_K
+    merge_threshold: float = defaults.MERGE_THRESHOLD
+    max_hit_share: float | None = defaults.MAX_HIT_SHARE
+
+
+@dataclass(frozen=True, kw_only=True)
+class BudgetSettings(SearchSettings):
+    """The budget mode (``hrag.retrieve``): the best non-overlapping context within ``max_tokens``.
+
+    From ``top_k`` hits' ancestor paths the SQL chooses leaves, sections or
+    whole chapters by the evidence each covers per token, and stops when what
+    a node adds is no longer worth its tokens: a narrow question gets a few
+    small nodes, a broad one merged sections, never more than ``max_tokens``.
+    """
+
+    mode: ClassVar[str] = "auto"
+
+    max_tokens: int | None = defaults.MAX_TOKENS
+    top_k: int = defaults.AUTO_TOP_K
+
+
+Settings = ParentChildSettings | AutoMergeSettings | BudgetSettings
+
+#: The settings class of each mode name (``defaults.MODES``).
+BY_MODE: dict[str, type[Settings]] = {cls.mode: cls for cls in (ParentChildSettings, AutoMergeSettings,
+                                                                  BudgetSettings)}
+
+
+class Scope(TypedDict, total=False):
+    """What one call narrows on top of a mode's settings (the facades' keywords)."""
+
+    collection: str | None
+    filter: dict[str, Any] | None
+    max_tokens: int | None
+
+
+def scoped(settings: Settings, **scope: Unpack[Scope]) -> Settings:
+    """``settings`` with the call's collection, filter or budget (only those given) in place."""
+    return dataclasses.replace(settings, **scope) if scope else settings
+
+
+def names_of(cls: type[Settings]) -> tuple[str, ...]:
+    """The setting names a mode takes, ``top_k`` included (the flat names the CLI and adapters use)."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    return tuple(names if "top_k" in names else [*names, "top_k"])
+
+
+def for_mode(mode: str, **options: Any) -> Settings:
+    """The settings of ``mode`` from flat names, as the CLI, the adapters and the server take them.
+
+    ``top_k`` is the mode's hit count (``top_k_children`` in parent-child);
+    an option the mode does not take is refused, naming the modes that do,
+    rather than silently ignored.
+    """
+    cls = BY_MODE.get(mode)
+    if cls is None:
+        raise ValueError(f"mode must be one of {', '.join(BY_MODE)}, got {mode!r}")
+    options = dict(options)
+    if "top_k" in options and cls is ParentChildSettings:
+        options["top_k_children"] = options.pop("top_k")
+    for name in sorted(options):
+        if name not in names_of(cls):
+            others = [m for m, other in BY_MODE.items() if name in names_of(other)]
+            taken_by = f"a setting of {' and '.join(others)}" if others else "not a retrieval setting"
+            raise TypeError(f"{name} is {taken_by}, not of mode {mode} (it takes {', '.join(names_of(cls))})")
+    return cls(**options)
+
+
+__all__ = ["AutoMergeSettings", "BudgetSettings", "ParentChildSettings", "Scope", "SearchSettings", "Settings",
+           "for_mode", "scoped"]
