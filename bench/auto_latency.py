@@ -11,25 +11,20 @@ each one SQL statement over the local socket.  Writes
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import os
 import statistics
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import psycopg
 from pgvector.psycopg import register_vector
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import benchdb
 import common
-
-from hrag_pg.embedding import default_embedder
+from budget import budget_database
 
 STATEMENTS = {
     "search_leaves(k=20)": "SELECT * FROM hrag.search_leaves(%(q)s, 20, 'bench')",
@@ -37,33 +32,6 @@ STATEMENTS = {
     "auto_merge(top_k=12)": "SELECT * FROM hrag.auto_merge(%(q)s, 12, 0.5, 'bench')",
     "retrieve(max_tokens=2000): the budget mode": "SELECT * FROM hrag.retrieve(%(q)s, %(qt)s, 2000, 'bench')",
 }
-
-
-@dataclass
-class BudgetDatabase:
-    """A database ``bench/budget.py`` ingested, and its question set embedded once."""
-
-    name: str
-    url: str
-    questions: list[dict[str, Any]]
-    vectors: list[Any]
-
-
-def budget_database(description: str | None) -> BudgetDatabase:
-    """The command line the budget mode's speed studies share: ``--database``, ``--questions``, ``--data-dir``."""
-    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--database", required=True)
-    parser.add_argument("--questions", type=Path, default=common.DEFAULT_QUESTIONS)
-    parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR / "pg")
-    args = parser.parse_args()
-    admin = benchdb.maintenance_url(args.data_dir)
-    with psycopg.connect(admin) as conn:  # before the model loads: a wrong name fails at once
-        names = [row[0] for row in conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'hrag_bench%'")]
-    if args.database not in names:
-        parser.error(f"no database {args.database!r} on {admin}; the benchmark's: {', '.join(sorted(names)) or 'none'}")
-    questions = common.read_questions(args.questions)
-    vectors = list(default_embedder().embed([q["question"] for q in questions]))
-    return BudgetDatabase(args.database, benchdb.with_database(admin, args.database), questions, vectors)
 
 
 def main() -> int:

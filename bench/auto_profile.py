@@ -29,7 +29,7 @@ from pgvector.psycopg import register_vector
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
-from auto_latency import budget_database
+from budget import budget_database
 
 RETRIEVE = "SELECT * FROM hrag.retrieve(%(q)s, %(qt)s, 2000, 'bench')"
 SEARCH_LEAVES = "SELECT * FROM hrag.search_leaves(%(q)s, 20, 'bench')"
