@@ -47,7 +47,7 @@ from hrag_pg.ingest.pipeline import IngestOptions
 BUDGETS = (1000, 2000, 4000)
 COLLECTION = "bench"
 HERE = Path(__file__).resolve().parent
-#: The databases the studies beside this script (candidates.py, rare_cap.py,
+#: The databases the studies in studies/ (candidates.py, rare_cap.py,
 #: merge_share.py, reserved_hits.py) measure on: three whole corpora of
 #: different kinds (name, question file, database).  The manual's is
 #: ``run.py --full``'s; the others are this script's (``--corpus ... --name``).

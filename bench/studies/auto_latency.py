@@ -1,12 +1,12 @@
 """Budget mode speed: hrag.retrieve against the ANN step alone, on a database bench/budget.py ingested.
 
-    python bench/auto_latency.py --database hrag_bench_budget_pgdocs_small [--data-dir bench/.data/pg]
+    python bench/studies/auto_latency.py --database hrag_bench_budget_pgdocs_small [--data-dir bench/.data/pg]
 
 Each question of the set is embedded once; then, in 3 passes after a warm-up,
 the same vectors go to ``hrag.search_leaves(q, 20)``, ``hrag.search_hybrid``
 (the candidate stage), ``hrag.auto_merge`` and ``hrag.retrieve(q, text, 2000)``,
 each one SQL statement over the local socket.  Writes
-``bench/results/auto-latency-<database>.md`` with the commit and load average.
+``bench/studies/results/auto-latency-<database>.md`` with the commit and load average.
 """
 
 from __future__ import annotations
@@ -21,10 +21,12 @@ from pathlib import Path
 import psycopg
 from pgvector.psycopg import register_vector
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the tool (common, benchdb, budget, run)
 
 import common
 from budget import budget_database
+
+HERE = Path(__file__).resolve().parent
 
 STATEMENTS = {
     "search_leaves(k=20)": "SELECT * FROM hrag.search_leaves(%(q)s, 20, 'bench')",
@@ -61,7 +63,7 @@ def main() -> int:
         p95 = values[int(0.95 * (len(values) - 1))]
         lines.append(f"| {name} | {statistics.median(values):.2f} | {p95:.2f} | "
                      f"{statistics.median(values) / base:.2f}× |")
-    common.write_results(common.RESULTS_DIR / f"auto-latency-{target.name}.md", lines, echo=True)
+    common.write_results(HERE / "results" / f"auto-latency-{target.name}.md", lines, echo=True)
     return 0
 
 
