@@ -4,7 +4,8 @@
 
 Queries come from the stored tree itself: half are a section's mean
 embedding (broad), half one leaf's embedding plus noise (narrow).  For each
-ef_search, reports recall@12 of ``hrag.search_leaves`` against an exact scan
+ef_search (``hnsw.ef_search`` and ``hrag.ef_search`` both set to it, so the
+floor of revision 0019 does not raise it), reports recall@12 of ``hrag.search_leaves`` against an exact scan
 and the p50/p95 latency of ``hrag.search_leaves(q, 12)`` and
 ``hrag.auto_merge(q, 12, 0.5)``.  Writes bench/studies/results/ef-search-<leaves>.md.
 """
@@ -66,7 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         qs = queries(conn, args.queries, rng)
         exact = [{r[0] for r in conn.execute(EXACT, (q, 12)).fetchall()} for q in qs]
         for ef in args.ef:
+            # since revision 0019 the functions search max(hnsw.ef_search, k, hrag.ef_search) deep: set both
             conn.execute(f"SET hnsw.ef_search = {int(ef)}")
+            conn.execute(f"SET hrag.ef_search = {int(ef)}")
             for q in qs[:10]:
                 conn.execute("SELECT * FROM hrag.auto_merge(%s, 12, 0.5)", (q,)).fetchall()
             search, merge, recall = [], [], []
