@@ -24,6 +24,7 @@ import statistics
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +40,14 @@ from run import git_revision
 
 from hrag_pg import db, defaults, queries
 from hrag_pg.api import HRAG
-from hrag_pg.embedding import embed_queries
+from hrag_pg.embedding import default_embedder, embed_queries
 from hrag_pg.evaluation import snippets_found, truncate_passages, truncator_for
 from hrag_pg.ingest.pipeline import IngestOptions
 
 BUDGETS = (1000, 2000, 4000)
 COLLECTION = "bench"
 HERE = Path(__file__).resolve().parent
-#: The databases the studies beside this script (candidates.py, rare_cap.py,
+#: The databases the studies in studies/ (candidates.py, rare_cap.py,
 #: merge_share.py, reserved_hits.py) measure on: three whole corpora of
 #: different kinds (name, question file, database).  The manual's is
 #: ``run.py --full``'s; the others are this script's (``--corpus ... --name``).
@@ -63,6 +64,33 @@ def budget_databases(embedder: Any) -> Iterator[tuple[str, str, list[dict[str, A
         questions = common.read_questions(HERE / "questions" / question_file)
         questions = common.answerable(questions, common.select_files(corpus, questions, small=False))
         yield name, url, questions, list(embedder.embed([q["question"] for q in questions]))
+
+
+@dataclass
+class BudgetDatabase:
+    """A database ``bench/budget.py`` ingested, and its question set embedded once."""
+
+    name: str
+    url: str
+    questions: list[dict[str, Any]]
+    vectors: list[Any]
+
+
+def budget_database(description: str | None) -> BudgetDatabase:
+    """The command line the budget mode's speed studies share: ``--database``, ``--questions``, ``--data-dir``."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--database", required=True)
+    parser.add_argument("--questions", type=Path, default=common.DEFAULT_QUESTIONS)
+    parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR / "pg")
+    args = parser.parse_args()
+    admin = benchdb.maintenance_url(args.data_dir)
+    with psycopg.connect(admin) as conn:  # before the model loads: a wrong name fails at once
+        names = [row[0] for row in conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'hrag_bench%'")]
+    if args.database not in names:
+        parser.error(f"no database {args.database!r} on {admin}; the benchmark's: {', '.join(sorted(names)) or 'none'}")
+    questions = common.read_questions(args.questions)
+    vectors = list(default_embedder().embed([q["question"] for q in questions]))
+    return BudgetDatabase(args.database, benchdb.with_database(admin, args.database), questions, vectors)
 
 
 def measured(script: str) -> str:

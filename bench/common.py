@@ -14,7 +14,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DEFAULT_CORPUS = REPO.parent / "shared" / "corpus" / "pgdocs"
-DEFAULT_QUESTIONS = HERE / "questions" / "pgdocs.jsonl"
+QUESTIONS_DIR = HERE / "questions"
+DEFAULT_QUESTIONS = QUESTIONS_DIR / "pgdocs.jsonl"
 DATA_DIR = HERE / ".data"  # git-ignored: the embedded server, raw outputs, edited copies
 RESULTS_DIR = HERE / "results"
 PEERS_PYTHON = HERE / ".peers-venv" / "bin" / "python"

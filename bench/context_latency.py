@@ -27,7 +27,7 @@ from psycopg.rows import dict_row
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
-from auto_latency import budget_database
+from budget import budget_database
 
 from hrag_pg import defaults, queries
 

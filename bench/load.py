@@ -29,7 +29,7 @@ from pgvector.psycopg import register_vector
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
-from auto_latency import budget_database
+from budget import budget_database
 
 from hrag_pg import embedded
 

@@ -149,7 +149,7 @@ HRAG_CONFIGS: dict[str, tuple[str, dict[str, Any], str]] = {
     "am_vector": ("auto-merge", {"lexical_weight": 0.0, "min_relative_score": None}, "vector"),
     "pc_default": ("parent-child", {}, "defaults"),
     "pc_vector": ("parent-child", {"lexical_weight": 0.0, "min_relative_score": None}, "vector"),
-    # the effect of the score floor and of a larger top_k / lower threshold (see bench/sweep.py)
+    # the effect of the score floor and of a larger top_k / lower threshold (see bench/studies/sweep.py)
     "am_floor": ("auto-merge", {"lexical_weight": 0.5, "min_relative_score": 0.8}, "variant"),
     "am_top20": ("auto-merge", {"top_k": 20}, "variant"),
     "am_thr03": ("auto-merge", {"merge_threshold": 0.3}, "variant"),

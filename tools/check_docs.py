@@ -17,7 +17,7 @@ The citation convention (written for people as much as for this script):
   (×1,000) and ``M`` (×1,000,000): ``1.7k`` matches ``1,683``.
 * Each cited file must record the commit it measured (``hrag-pg commit:
   <sha>`` in its header, or ``"hrag-pg commit": "<sha>"`` in its versions
-  block; ``bench/run.py``, ``sql_latency.py`` and ``ef_search.py`` write it),
+  block; ``bench/run.py``, ``sql_latency.py`` and ``studies/ef_search.py`` write it),
   and ``git diff --quiet <sha> HEAD -- hrag_pg sql`` must hold: the code that
   determines speed and quality is HEAD's.  A paragraph or table that says
   ``measured at <sha>`` (it, or another paragraph under the same citation
@@ -142,8 +142,18 @@ def recorded_commit(path: Path) -> tuple[str | None, str | None]:
 
 
 def last_written(path: Path) -> str | None:
-    """The commit that last changed ``path`` (for results written before they recorded their commit)."""
-    return git("log", "-1", "--format=%h", "--", str(path.relative_to(REPO))).stdout.strip() or None
+    """The commit that last changed ``path`` (for results written before they recorded their commit).
+
+    Moves are followed and are not changes: a file ``git mv``'d unchanged (``R100``) was written before.
+    """
+    log = git("log", "--follow", "--format=%h", "--name-status", "--", str(path.relative_to(REPO))).stdout
+    commit = None
+    for line in log.splitlines():
+        if "\t" not in line and line.strip():
+            commit = line.strip()
+        elif commit and line.startswith(("A", "M", "C", "R")) and not line.startswith("R100"):
+            return commit
+    return None
 
 
 def check(document: Path = REPO / "README.md", section: str | None = "Performance") -> list[str]:

@@ -53,7 +53,7 @@ def test_a_figure_missing_from_its_results_file_is_reported(check_docs: ModuleTy
 def test_figures_of_older_code_need_an_explicit_measured_at(check_docs: ModuleType, tmp_path: Path) -> None:
     page = _performance(tmp_path, "(measured at 4876567, same database", "(measured on the same database")
     problems = check_docs.check(page, None)
-    assert any(("bench/results/revision-ab-0011-vs-0010-pgdocs.md measured commit" in p
+    assert any(("bench/studies/results/revision-ab-0011-vs-0010-pgdocs.md measured commit" in p
                 and "but hrag_pg/ or sql/ changed since" in p)
                or "not in this shallow clone" in p for p in problems), problems
 
@@ -63,6 +63,15 @@ def test_a_wrong_measured_at_is_reported(check_docs: ModuleType, tmp_path: Path)
                         "`bench/sql_latency.py --full`, measured at\n2418218")
     problems = check_docs.check(page, None)
     assert any("says 'measured at 2418218' but bench/results/scale-full.md records" in p for p in problems), problems
+
+
+def test_a_results_file_moved_unchanged_was_written_before_the_move(check_docs: ModuleType) -> None:
+    # ef-search-1000000.md records no commit; docs/performance.md says "measured at 7096475", the commit that
+    # wrote it, and git mv to bench/studies/results/ (content unchanged) must not count as writing it.
+    if check_docs.git("rev-parse", "--is-shallow-repository").stdout.strip() == "true":
+        pytest.skip("a shallow clone lacks the history before the move")
+    written = check_docs.last_written(REPO / "bench" / "studies" / "results" / "ef-search-1000000.md")
+    assert written is not None and written.startswith("7096475"), written
 
 
 def test_an_uncited_paragraph_with_figures_is_reported(check_docs: ModuleType, tmp_path: Path) -> None:

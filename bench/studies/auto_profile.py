@@ -1,6 +1,6 @@
 """Where the budget mode's time goes: hrag.retrieve's functions, timed by PostgreSQL itself.
 
-    python bench/auto_profile.py --database hrag_bench_budget_pgdocs [--data-dir bench/.data/pg]
+    python bench/studies/auto_profile.py --database hrag_bench_budget_pgdocs [--data-dir bench/.data/pg]
 
 Each question of the set is embedded once and asked with ``hrag.retrieve(q,
 text, 2000)`` (the budget mode's statement) in 3 passes after a warm-up, on a
@@ -9,7 +9,7 @@ connection with ``track_functions = 'pl'``; PostgreSQL's function statistics
 say how much of a call each step takes.  ``search_leaves(20)`` is timed the
 same way, as the yardstick the speed goal is stated in.  Function tracking
 costs a little time per call, so the shares matter, not the milliseconds.
-Writes ``bench/results/auto-profile-<database>.md`` with the commit and load
+Writes ``bench/studies/results/auto-profile-<database>.md`` with the commit and load
 average.
 """
 
@@ -26,10 +26,12 @@ from typing import Any
 import psycopg
 from pgvector.psycopg import register_vector
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the tool (common, benchdb, budget, run)
 
 import common
-from auto_latency import budget_database
+from budget import budget_database
+
+HERE = Path(__file__).resolve().parent
 
 RETRIEVE = "SELECT * FROM hrag.retrieve(%(q)s, %(qt)s, 2000, 'bench')"
 SEARCH_LEAVES = "SELECT * FROM hrag.search_leaves(%(q)s, 20, 'bench')"
@@ -134,7 +136,7 @@ def main() -> int:
         "",
         f"The steps add up to {accounted:.3f} ms of {whole:.3f}.",
     ]
-    common.write_results(common.RESULTS_DIR / f"auto-profile-{target.name}.md", lines, echo=True)
+    common.write_results(HERE / "results" / f"auto-profile-{target.name}.md", lines, echo=True)
     return 0
 
 

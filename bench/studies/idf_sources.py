@@ -1,6 +1,6 @@
 """Two ways to get the lexical channel's document frequencies, measured on one database.
 
-    python bench/idf_sources.py --name pgdocs      # after bench/budget.py has ingested it
+    python bench/studies/idf_sources.py --name pgdocs      # after bench/budget.py has ingested it
 
 The candidate stage weights query terms by BM25 IDF, which needs each term's
 document frequency (how many search targets of the collection contain it):
@@ -18,7 +18,7 @@ document frequency (how many search targets of the collection contain it):
 For every question of the set, both are computed for the question's terms
 (the same ``hrag.lexical_terms``), checked to agree, and timed (p50/p95/max
 over the questions, warm, 5 passes).  Writes
-``bench/results/idf-sources-<name>.md`` with the commit and load it ran at.
+``bench/studies/results/idf-sources-<name>.md`` with the commit and load it ran at.
 """
 
 from __future__ import annotations
@@ -33,12 +33,14 @@ from pathlib import Path
 
 import psycopg
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the tool (common, benchdb, budget, run)
 
 import benchdb
 import common
 
 from hrag_pg import db
+
+HERE = Path(__file__).resolve().parent
 
 COLLECTION = "bench"
 PASSES = 5
@@ -60,11 +62,10 @@ def timed(conn: psycopg.Connection, sql: str, question: str) -> tuple[float, dic
 
 
 def main() -> int:
-    here = Path(__file__).resolve().parent
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--name", default="pgdocs", help="the budget database's name (bench/budget.py --name)")
-    parser.add_argument("--questions", type=Path, default=here / "questions" / "pgdocs.jsonl")
-    parser.add_argument("--data-dir", type=Path, default=here / ".data" / "pg")
+    parser.add_argument("--questions", type=Path, default=common.DEFAULT_QUESTIONS)
+    parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR / "pg")
     args = parser.parse_args()
     dbname = f"hrag_bench_budget_{args.name.replace('-', '_')}"
     url = db.sqlalchemy_url(benchdb.database_url(args.data_dir, dbname))
@@ -114,7 +115,7 @@ def main() -> int:
         lines.append(f"| {labels[key]} | {pct(values, 50):.2f} | {pct(values, 95):.2f} | {max(values):.2f} |")
     lines += ["", f"The two agree on every term's frequency for {len(questions) - disagreements} of "
               f"{len(questions)} questions."]
-    out = here / "results" / f"idf-sources-{args.name}.md"
+    out = HERE / "results" / f"idf-sources-{args.name}.md"
     common.write_results(out, lines, echo=True)
     return 0
 

@@ -1,7 +1,7 @@
 """Reads without the pool's ping against reads with it: the retriever path, interleaved.
 
-    python bench/ping_ab.py                 # on hrag_bench_full (bench/run.py --full ingests it)
-    python bench/ping_ab.py --database hrag_bench_budget_pystdlib --questions bench/questions/pystdlib.jsonl
+    python bench/studies/ping_ab.py                 # on hrag_bench_full (bench/run.py --full ingests it)
+    python bench/studies/ping_ab.py --database hrag_bench_budget_pystdlib --questions bench/questions/pystdlib.jsonl
 
 Every question is asked through the auto-merge and the budget-mode retrievers
 (their defaults, the flow ``run.py`` times, question embedded beforehand),
@@ -9,7 +9,7 @@ once through ``Repository._fetch`` (since 71723e2: no ping, a dead connection
 repeated) and once through a pinged checkout (what every read did before),
 alternating which goes first, so the machine's speed at the time weighs on
 both alike.  p50 over the passes after a warm-up.  Writes
-``bench/results/ping-ab-<database>.md`` with the commit, date and load.
+``bench/studies/results/ping-ab-<database>.md`` with the commit, date and load.
 """
 
 from __future__ import annotations
@@ -21,17 +21,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the tool (common, benchdb, budget, run)
+
+import benchdb
+import common
+from budget import measured
+
+from hrag_pg.api import HRAG
+from hrag_pg.embedding import default_embedder
+from hrag_pg.retrievers import AutoMergingRetriever, AutoRetriever
+from hrag_pg.retrievers import run as run_flow
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import benchdb  # noqa: E402
-import common  # noqa: E402
-from budget import measured  # noqa: E402
-
-from hrag_pg.api import HRAG  # noqa: E402
-from hrag_pg.embedding import default_embedder  # noqa: E402
-from hrag_pg.retrievers import AutoMergingRetriever, AutoRetriever  # noqa: E402
-from hrag_pg.retrievers import run as run_flow  # noqa: E402
 
 
 def main() -> int:
@@ -40,7 +41,7 @@ def main() -> int:
     parser.add_argument("--collection", default="bench")
     parser.add_argument("--questions", type=Path, default=common.DEFAULT_QUESTIONS)
     parser.add_argument("--passes", type=int, default=3)
-    parser.add_argument("--data-dir", type=Path, default=HERE / ".data" / "pg")
+    parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR / "pg")
     args = parser.parse_args()
 
     url = benchdb.database_url(args.data_dir, args.database)
@@ -79,7 +80,7 @@ def main() -> int:
         "",
         f"Database `{args.database}`, {len(questions)} questions × {args.passes} passes after a warm-up, "
         "interleaved; the retriever path's p50 (ms), question embedded beforehand.",
-        measured("ping_ab.py"),
+        measured("studies/ping_ab.py"),
         "",
         "| retriever | pinged (before) p50 ms | unpinged (HEAD) p50 ms | HEAD ÷ before | identical results |",
         "|---|---:|---:|---:|---:|",

@@ -1,6 +1,6 @@
 """Recall A/B: every mode's recall at head against an earlier revision, exact vector search on both.
 
-    python bench/recall_ab.py --database hrag_bench_budget_nodejs --name nodejs --before 0022
+    python bench/studies/recall_ab.py --database hrag_bench_budget_nodejs --name nodejs --before 0022
 
 Copies the (already ingested, head) database as ``<database>_<before>`` and
 downgrades the copy, as ``revision_ab.py`` does, then asks every question of
@@ -10,7 +10,7 @@ run with ``enable_indexscan = off``, so the vector stage is an exact search:
 a revision that rewrites ``hrag.nodes`` builds the HNSW index again, and two
 builds of one approximate index are two different graphs, which would blur
 what the revision itself changes.  Writes
-``bench/results/recall-ab-<before>-<name>.md`` with each question whose
+``bench/studies/results/recall-ab-<before>-<name>.md`` with each question whose
 recall moved.
 """
 
@@ -25,17 +25,18 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the tool (common, benchdb, budget, run)
+
+import benchdb
+import budget
+import common
+from run import git_revision
+
+from hrag_pg import defaults
+from hrag_pg.embedding import default_embedder
+from hrag_pg.evaluation import truncator_for
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import benchdb  # noqa: E402
-import budget  # noqa: E402
-import common  # noqa: E402
-from run import git_revision  # noqa: E402
-
-from hrag_pg import defaults  # noqa: E402
-from hrag_pg.embedding import default_embedder  # noqa: E402
-from hrag_pg.evaluation import truncator_for  # noqa: E402
 
 MODES = (("auto", True), ("auto-merge", False), ("parent-child", False))  # (mode, chooses within the budget)
 
@@ -45,15 +46,15 @@ def main() -> int:
     parser.add_argument("--database", required=True)
     parser.add_argument("--name", required=True, help="the corpus: pgdocs, or one under bench/.data/corpora")
     parser.add_argument("--before", required=True, help="the revision to compare head with, e.g. 0022")
-    parser.add_argument("--data-dir", type=Path, default=HERE / ".data" / "pg")
+    parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR / "pg")
     args = parser.parse_args()
     revision = git_revision()
 
     admin = benchdb.maintenance_url(args.data_dir)
     copy = benchdb.downgraded_copy(admin, args.database, args.before)
 
-    corpus = common.DEFAULT_CORPUS if args.name == "pgdocs" else HERE / ".data" / "corpora" / args.name
-    questions = common.read_questions(HERE / "questions" / f"{args.name}.jsonl")
+    corpus = common.DEFAULT_CORPUS if args.name == "pgdocs" else common.DATA_DIR / "corpora" / args.name
+    questions = common.read_questions(common.QUESTIONS_DIR / f"{args.name}.jsonl")
     questions = common.answerable(questions, common.select_files(corpus, questions, small=False))
     embedder = default_embedder()
     truncator = truncator_for(embedder)
@@ -85,7 +86,8 @@ def main() -> int:
                 print(rows[-1], flush=True)
 
     lines = [f"# Recall A/B, revision {args.before} against head: {args.name}", "",
-             f"`python bench/recall_ab.py --database {args.database} --name {args.name} --before {args.before}` "
+             f"`python bench/studies/recall_ab.py --database {args.database} --name {args.name} "
+             f"--before {args.before}` "
              f"(see its docstring): {len(questions)} questions, every mode with the Python layer's defaults, "
              "the vector stage an exact search on both databases.", "",
              f"hrag-pg commit: {revision}", "",

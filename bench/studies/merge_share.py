@@ -1,6 +1,6 @@
 """When a merge keeps its whole value: the budget mode's hrag.auto_merge_share, measured.
 
-    python bench/merge_share.py        # on the databases bench/budget.py ingested
+    python bench/studies/merge_share.py        # on the databases bench/budget.py ingested
 
 The budget mode (``hrag.retrieve``) takes the nodes on the hits' ancestor
 paths greedily by evidence per tokens^0.5, a node replacing the taken nodes
@@ -15,7 +15,7 @@ nodejs) every question is asked with each share (``SET``, nothing is
 changed in the database): recall narrow / broad and tokens at 1,000 /
 2,000 / 4,000 tokens, and the statement's p50 at 2,000 (best of 3 per
 question).  Writes
-``bench/results/merge-share.md`` with the commit, date and load average.
+``bench/studies/results/merge-share.md`` with the commit, date and load average.
 """
 
 from __future__ import annotations
@@ -28,14 +28,15 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the tool (common, benchdb, budget, run)
+
+import common
+from budget import BUDGETS, ask_all, budget_databases, measured, recall_by_kind
+
+from hrag_pg.embedding import default_embedder
+from hrag_pg.evaluation import truncator_for
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import common  # noqa: E402
-from budget import BUDGETS, ask_all, budget_databases, measured, recall_by_kind  # noqa: E402
-
-from hrag_pg.embedding import default_embedder  # noqa: E402
-from hrag_pg.evaluation import truncator_for  # noqa: E402
 
 #: 0: before 0014; 0.25: the default; 1.01: no node keeps its whole value.
 SHARES = (0.0, 0.15, 0.2, 0.25, 0.3, 0.4, 1.01)
@@ -65,7 +66,7 @@ def main() -> int:
         "# The budget mode: when a node replacing taken nodes keeps its whole value "
         "(hrag.auto_merge_share, the share of its tokens two or more hits cover)",
         "",
-        measured("merge_share.py"),
+        measured("studies/merge_share.py"),
         "",
         "Recall narrow / broad (mean tokens of the context) of `hrag.retrieve` with its defaults but the share; "
         "p50: the statement at 2,000 tokens, best of 3 per question.",

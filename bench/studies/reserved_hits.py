@@ -1,6 +1,6 @@
 """How many of the best hits keep room in the budget: the budget mode's hrag.auto_reserved_hits, measured.
 
-    python bench/reserved_hits.py     # on budget.DATABASES (run.py --full and budget.py ingest them)
+    python bench/studies/reserved_hits.py     # on budget.DATABASES (run.py --full and budget.py ingest them)
 
 The budget mode (``hrag.retrieve``) takes the nodes on the hits' ancestor
 paths greedily by evidence per tokens^0.5.  Since revision 0016 the best
@@ -11,7 +11,7 @@ before 0016.  For each database of ``budget.DATABASES`` (the whole pgdocs,
 pystdlib and nodejs) every question is asked with each count (``SET``,
 nothing is changed in the database): recall narrow / broad and tokens at
 1,000 / 2,000 / 4,000 tokens, and the statement's p50 at 2,000 (best of 3
-per question).  Writes ``bench/results/reserved-hits.md`` with the commit,
+per question).  Writes ``bench/studies/results/reserved-hits.md`` with the commit,
 date and load average.
 """
 
@@ -25,14 +25,15 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the tool (common, benchdb, budget, run)
+
+import common
+from budget import BUDGETS, ask_all, budget_databases, measured, recall_by_kind
+
+from hrag_pg.embedding import default_embedder
+from hrag_pg.evaluation import truncator_for
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import common  # noqa: E402
-from budget import BUDGETS, ask_all, budget_databases, measured, recall_by_kind  # noqa: E402
-
-from hrag_pg.embedding import default_embedder  # noqa: E402
-from hrag_pg.evaluation import truncator_for  # noqa: E402
 
 #: 0: before 0016; 2: the default.
 COUNTS = (0, 1, 2, 3, 4, 6)
@@ -61,7 +62,7 @@ def main() -> int:
     header = [
         "# The budget mode: how many of the best hits keep room in the budget (hrag.auto_reserved_hits)",
         "",
-        measured("reserved_hits.py"),
+        measured("studies/reserved_hits.py"),
         "",
         "Recall narrow / broad (mean tokens of the context) of `hrag.retrieve` with its defaults but the count; "
         "p50: the statement at 2,000 tokens, best of 3 per question.",

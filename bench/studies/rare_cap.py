@@ -1,6 +1,6 @@
 """How many leaves the lexical candidates may come from: search_hybrid's rare_cap (300) against smaller caps.
 
-    python bench/rare_cap.py        # on the databases bench/budget.py ingested
+    python bench/studies/rare_cap.py        # on the databases bench/budget.py ingested
 
 ``hrag.search_hybrid`` takes lexical candidates from the question's rarest
 terms while their document frequencies add up to at most ``rare_cap`` leaves
@@ -12,7 +12,7 @@ inside one transaction that is rolled back (the database is never left changed),
 ``hrag.rare_cap``, and every question is asked with each cap: the budget mode
 at 1,000 / 2,000 / 4,000 tokens, auto-merge and parent-child (their
 defaults, the context cut at 2,000 tokens as ``budget.py`` does), and the
-budget mode's SQL p50 at 2,000 tokens.  Writes ``bench/results/rare-cap.md``
+budget mode's SQL p50 at 2,000 tokens.  Writes ``bench/studies/results/rare-cap.md``
 with the commit, date and load average.
 """
 
@@ -27,14 +27,15 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the tool (common, benchdb, budget, run)
+
+import common
+from budget import ask_all, budget_databases, measured, recall_by_kind
+
+from hrag_pg.embedding import default_embedder
+from hrag_pg.evaluation import truncator_for
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import common  # noqa: E402
-from budget import ask_all, budget_databases, measured, recall_by_kind  # noqa: E402
-
-from hrag_pg.embedding import default_embedder  # noqa: E402
-from hrag_pg.evaluation import truncator_for  # noqa: E402
 
 CAPS = (300, 200, 100)
 BUDGETS = (1000, 2000, 4000)
@@ -49,7 +50,7 @@ def with_settable_cap(conn: psycopg.Connection[Any]) -> None:
     assert row is not None
     source: str = row["source"]
     if CONSTANT not in source:
-        raise SystemExit(f"search_hybrid no longer declares {CONSTANT!r}: update bench/rare_cap.py")
+        raise SystemExit(f"search_hybrid no longer declares {CONSTANT!r}: update bench/studies/rare_cap.py")
     conn.execute(source.replace(CONSTANT, SETTING))
 
 
@@ -77,7 +78,7 @@ def main() -> int:
     header = [
         "# Lexical candidates from at most rare_cap leaves: 300 (search_hybrid's constant) against smaller caps",
         "",
-        measured("rare_cap.py"),
+        measured("studies/rare_cap.py"),
         "",
         "Recall narrow / broad; auto-merge and parent-child cut at 2,000 tokens; p50: the budget mode's SQL "
         "statement at 2,000 tokens, one pass.",

@@ -1,35 +1,32 @@
 """Budget mode speed: hrag.retrieve against the ANN step alone, on a database bench/budget.py ingested.
 
-    python bench/auto_latency.py --database hrag_bench_budget_pgdocs_small [--data-dir bench/.data/pg]
+    python bench/studies/auto_latency.py --database hrag_bench_budget_pgdocs_small [--data-dir bench/.data/pg]
 
 Each question of the set is embedded once; then, in 3 passes after a warm-up,
 the same vectors go to ``hrag.search_leaves(q, 20)``, ``hrag.search_hybrid``
 (the candidate stage), ``hrag.auto_merge`` and ``hrag.retrieve(q, text, 2000)``,
 each one SQL statement over the local socket.  Writes
-``bench/results/auto-latency-<database>.md`` with the commit and load average.
+``bench/studies/results/auto-latency-<database>.md`` with the commit and load average.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import os
 import statistics
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import psycopg
 from pgvector.psycopg import register_vector
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the tool (common, benchdb, budget, run)
 
-import benchdb
 import common
+from budget import budget_database
 
-from hrag_pg.embedding import default_embedder
+HERE = Path(__file__).resolve().parent
 
 STATEMENTS = {
     "search_leaves(k=20)": "SELECT * FROM hrag.search_leaves(%(q)s, 20, 'bench')",
@@ -37,33 +34,6 @@ STATEMENTS = {
     "auto_merge(top_k=12)": "SELECT * FROM hrag.auto_merge(%(q)s, 12, 0.5, 'bench')",
     "retrieve(max_tokens=2000): the budget mode": "SELECT * FROM hrag.retrieve(%(q)s, %(qt)s, 2000, 'bench')",
 }
-
-
-@dataclass
-class BudgetDatabase:
-    """A database ``bench/budget.py`` ingested, and its question set embedded once."""
-
-    name: str
-    url: str
-    questions: list[dict[str, Any]]
-    vectors: list[Any]
-
-
-def budget_database(description: str | None) -> BudgetDatabase:
-    """The command line the budget mode's speed studies share: ``--database``, ``--questions``, ``--data-dir``."""
-    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--database", required=True)
-    parser.add_argument("--questions", type=Path, default=common.DEFAULT_QUESTIONS)
-    parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR / "pg")
-    args = parser.parse_args()
-    admin = benchdb.maintenance_url(args.data_dir)
-    with psycopg.connect(admin) as conn:  # before the model loads: a wrong name fails at once
-        names = [row[0] for row in conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'hrag_bench%'")]
-    if args.database not in names:
-        parser.error(f"no database {args.database!r} on {admin}; the benchmark's: {', '.join(sorted(names)) or 'none'}")
-    questions = common.read_questions(args.questions)
-    vectors = list(default_embedder().embed([q["question"] for q in questions]))
-    return BudgetDatabase(args.database, benchdb.with_database(admin, args.database), questions, vectors)
 
 
 def main() -> int:
@@ -93,7 +63,7 @@ def main() -> int:
         p95 = values[int(0.95 * (len(values) - 1))]
         lines.append(f"| {name} | {statistics.median(values):.2f} | {p95:.2f} | "
                      f"{statistics.median(values) / base:.2f}× |")
-    common.write_results(common.RESULTS_DIR / f"auto-latency-{target.name}.md", lines, echo=True)
+    common.write_results(HERE / "results" / f"auto-latency-{target.name}.md", lines, echo=True)
     return 0
 
 

@@ -1,6 +1,6 @@
 """How many vector candidates the hybrid auto-merge and parent-child need: 3 x k (before 0013) against max(k, 30).
 
-    python bench/candidates.py        # on the databases bench/budget.py ingested
+    python bench/studies/candidates.py        # on the databases bench/budget.py ingested
 
 For each budget database (budget.DATABASES: the whole pgdocs, pystdlib and
 nodejs), every question is asked in auto-merge and parent-child with their
@@ -9,7 +9,7 @@ before revision 0013: 36 for auto-merge, 60 for parent-child, which also
 ranks that many hits) and once with the default since 0013, max(k, 30)
 (30 for both); recall after cutting the context at
 2,000 tokens, as ``budget.py`` scores it, and the SQL statement's p50 (best of
-3 per question).  Writes ``bench/results/candidates.md`` with the commit,
+3 per question).  Writes ``bench/studies/results/candidates.md`` with the commit,
 date and load average.
 """
 
@@ -23,15 +23,16 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the tool (common, benchdb, budget, run)
+
+import common
+from budget import ask_all, budget_databases, measured, recall_by_kind
+
+from hrag_pg import defaults
+from hrag_pg.embedding import default_embedder
+from hrag_pg.evaluation import truncator_for
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import common  # noqa: E402
-from budget import ask_all, budget_databases, measured, recall_by_kind  # noqa: E402
-
-from hrag_pg import defaults  # noqa: E402
-from hrag_pg.embedding import default_embedder  # noqa: E402
-from hrag_pg.evaluation import truncator_for  # noqa: E402
 
 BUDGET = 2000
 
@@ -55,7 +56,7 @@ def main() -> int:
     header = [
         "# Vector candidates for the hybrid auto-merge and parent-child: 3 × k against max(k, 30)",
         "",
-        measured("candidates.py"),
+        measured("studies/candidates.py"),
         "",
         f"| database | mode (defaults) | vector candidates | recall @{BUDGET:,} narrow / broad | SQL p50 ms |",
         "|---|---|---|---:|---:|",

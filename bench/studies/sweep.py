@@ -1,11 +1,11 @@
 """Sweep hrag-pg's retrieval settings on a corpus already ingested by bench/run.py.
 
-    python bench/sweep.py --name small            # after `python bench/run.py --small`
-    python bench/sweep.py --name full --mode auto-merge
+    python bench/studies/sweep.py --name small            # after `python bench/run.py --small`
+    python bench/studies/sweep.py --name full --mode auto-merge
 
 Reuses the database ``hrag_bench_<name>`` and the question subset that
 run.py wrote to bench/.data, evaluates a grid of settings end to end and
-writes bench/results/sweep-<name>.md: recall per question kind at the 2,000
+writes bench/studies/results/sweep-<name>.md: recall per question kind at the 2,000
 and 4,000 token budgets, whole-context recall, mean tokens and latency.
 """
 
@@ -25,9 +25,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from hrag_pg import HRAG
 from hrag_pg.evaluation import evaluate, load_questions
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the tool (common, benchdb, budget, run)
 import benchdb
 import common
+
+HERE = Path(__file__).resolve().parent
 
 COLLECTION = "bench"
 
@@ -51,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default="small")
     parser.add_argument("--mode", choices=sorted(GRIDS), action="append")
     parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR)
-    parser.add_argument("--out", type=Path, default=common.RESULTS_DIR)
+    parser.add_argument("--out", type=Path, default=HERE / "results")
     args = parser.parse_args(argv)
     questions = load_questions(args.data_dir / f"{args.name}-questions.jsonl")
     admin = benchdb.maintenance_url(args.data_dir / "pg")

@@ -1,12 +1,13 @@
 """ANN recall and latency against hnsw.ef_search, on a database left by sql_latency.py.
 
-    python bench/ef_search.py --leaves 1000000 --ef 40 80 160 320
+    python bench/studies/ef_search.py --leaves 1000000 --ef 40 80 160 320
 
 Queries come from the stored tree itself: half are a section's mean
 embedding (broad), half one leaf's embedding plus noise (narrow).  For each
-ef_search, reports recall@12 of ``hrag.search_leaves`` against an exact scan
+ef_search (``hnsw.ef_search`` and ``hrag.ef_search`` both set to it, so the
+floor of revision 0019 does not raise it), reports recall@12 of ``hrag.search_leaves`` against an exact scan
 and the p50/p95 latency of ``hrag.search_leaves(q, 12)`` and
-``hrag.auto_merge(q, 12, 0.5)``.  Writes bench/results/ef-search-<leaves>.md.
+``hrag.auto_merge(q, 12, 0.5)``.  Writes bench/studies/results/ef-search-<leaves>.md.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from pgvector.psycopg import register_vector
 from hrag_pg import db
 from hrag_pg.evaluation import percentile
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the tool (common, benchdb, budget, run)
 import benchdb
 import common
+
+HERE = Path(__file__).resolve().parent
 
 EXACT = ("SELECT id FROM hrag.nodes WHERE embedding IS NOT NULL "
          "ORDER BY (embedding <=> %s) + 0, id LIMIT %s")
@@ -53,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ef", type=int, nargs="+", default=[40, 80, 160, 320])
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR / "pg")
-    parser.add_argument("--out", type=Path, default=common.RESULTS_DIR)
+    parser.add_argument("--out", type=Path, default=HERE / "results")
     args = parser.parse_args(argv)
     admin = benchdb.maintenance_url(args.data_dir)
     url = db.libpq_url(benchdb.with_database(admin, f"hrag_bench_scale_{args.leaves}"))
@@ -64,7 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         qs = queries(conn, args.queries, rng)
         exact = [{r[0] for r in conn.execute(EXACT, (q, 12)).fetchall()} for q in qs]
         for ef in args.ef:
+            # since revision 0019 the functions search max(hnsw.ef_search, k, hrag.ef_search) deep: set both
             conn.execute(f"SET hnsw.ef_search = {int(ef)}")
+            conn.execute(f"SET hrag.ef_search = {int(ef)}")
             for q in qs[:10]:
                 conn.execute("SELECT * FROM hrag.auto_merge(%s, 12, 0.5)", (q,)).fetchall()
             search, merge, recall = [], [], []

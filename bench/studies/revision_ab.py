@@ -1,6 +1,6 @@
 """Single-node A/B: the retrieval statements at head against an earlier revision's functions, same rows.
 
-    python bench/revision_ab.py --database hrag_bench_cluster_small --before 0009
+    python bench/studies/revision_ab.py --database hrag_bench_cluster_small --before 0009
 
 Copies the (already ingested, head) database as ``<database>_<before>``,
 downgrades the copy to ``--before``, then times every statement on both,
@@ -22,13 +22,12 @@ from pathlib import Path
 import psycopg
 from pgvector.psycopg import register_vector
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the tool (common, benchdb, budget, run)
 
-import benchdb  # noqa: E402
-import common  # noqa: E402
+import benchdb
+import common
 
-from hrag_pg.embedding import default_embedder  # noqa: E402
+from hrag_pg.embedding import default_embedder
 
 HITS = ("ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id), "
         "ARRAY(SELECT score FROM hit ORDER BY score DESC, node_id)")
@@ -55,7 +54,7 @@ def main() -> int:
     parser.add_argument("--database", required=True)
     parser.add_argument("--before", required=True, help="the revision to compare head with, e.g. 0009")
     parser.add_argument("--passes", type=int, default=3)
-    parser.add_argument("--data-dir", type=Path, default=HERE / ".data" / "pg")
+    parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR / "pg")
     args = parser.parse_args()
 
     admin = benchdb.maintenance_url(args.data_dir)

@@ -1,6 +1,6 @@
 """The lexical statistics against the number of documents: revision 0021's per-collection rows vs. the sums before.
 
-    python bench/term_statistics_scale.py --database hrag_bench_full --copies 27
+    python bench/studies/term_statistics_scale.py --database hrag_bench_full --copies 27
 
 Copies the (already ingested, head) database as ``<database>_scale``, adds
 ``--copies`` copies of every document of collection ``bench`` (their
@@ -12,7 +12,7 @@ on both databases, ``hrag._term_weights`` for the question's terms and
 ``hrag.retrieve`` at 2,000 tokens (the candidate stage reads the term
 statistics, the budget step the collection's size) and auto-merge as the
 Python API asks it (its hit share reads the size too), and checks that both
-return the same rows.  Writes ``bench/results/term-statistics-scale.md``.
+return the same rows.  Writes ``bench/studies/results/term-statistics-scale.md``.
 """
 
 from __future__ import annotations
@@ -27,15 +27,16 @@ from pathlib import Path
 import psycopg
 from pgvector.psycopg import register_vector
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the tool (common, benchdb, budget, run)
+
+import benchdb
+import common
+from budget import measured
+
+from hrag_pg import db, migrate
+from hrag_pg.embedding import default_embedder
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import benchdb  # noqa: E402
-import common  # noqa: E402
-from budget import measured  # noqa: E402
-
-from hrag_pg import db, migrate  # noqa: E402
-from hrag_pg.embedding import default_embedder  # noqa: E402
 
 STATEMENTS = {
     "_term_weights(question's terms)": "SELECT * FROM hrag._term_weights(hrag.lexical_terms(%(qt)s), 'bench')",
@@ -68,7 +69,7 @@ def main() -> int:
     parser.add_argument("--database", default="hrag_bench_full")
     parser.add_argument("--copies", type=int, default=27)
     parser.add_argument("--passes", type=int, default=3)
-    parser.add_argument("--data-dir", type=Path, default=HERE / ".data" / "pg")
+    parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR / "pg")
     args = parser.parse_args()
 
     admin = benchdb.maintenance_url(args.data_dir)
@@ -122,7 +123,7 @@ def main() -> int:
 
     lines = [
         "# The lexical statistics against the number of documents (revision 0021 vs 0020)", "",
-        measured("term_statistics_scale.py"), "",
+        measured("studies/term_statistics_scale.py"), "",
         (f"The whole manual's database with {args.copies} copies of each of its documents' statistics rows "
          f"(no nodes): {documents:,} documents in collection `bench`, {rows:,} `document_terms` rows. "
          f"{len(questions)} questions x {args.passes} passes after a warm-up, interleaved; identical results: "
