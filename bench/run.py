@@ -115,16 +115,12 @@ class TimedEmbedder:
 # --------------------------------------------------------------------------- hrag configurations
 
 
-def _retriever_class(mode: str) -> type:
-    from hrag_pg.api import AutoMergingRetriever, AutoRetriever, ParentChildRetriever
-
-    return {"parent-child": ParentChildRetriever, "auto-merge": AutoMergingRetriever, "auto": AutoRetriever}[mode]
-
-
 def _defaults(mode: str) -> dict[str, Any]:
     from dataclasses import fields
 
-    return {f.name: f.default for f in fields(_retriever_class(mode)) if f.name in (
+    from hrag_pg.settings import BY_MODE
+
+    return {f.name: f.default for f in fields(BY_MODE[mode]) if f.name in (
         "lexical_weight", "min_relative_score", "top_k", "merge_threshold", "top_k_children", "max_parents",
         "max_tokens")}
 
@@ -169,8 +165,9 @@ def retrieval_only(hrag: HRAG, mode: str, settings: dict[str, Any], questions: l
     vector, so the statement timed is exactly the one ``retrieve()`` sends.
     """
     from hrag_pg.retrievers import run as run_flow
+    from hrag_pg.settings import for_mode
 
-    r = _retriever_class(mode)(hrag, collection=COLLECTION, **settings)
+    r = hrag.retriever(for_mode(mode, collection=COLLECTION, **settings))
     fetch = hrag.repository.fetch
     out: dict[str, list[float]] = {q.id: [] for q in questions}
     for q in questions[:3]:

@@ -29,8 +29,8 @@ from budget import measured
 
 from hrag_pg.api import HRAG
 from hrag_pg.embedding import default_embedder
-from hrag_pg.retrievers import AutoMergingRetriever, AutoRetriever
 from hrag_pg.retrievers import run as run_flow
+from hrag_pg.settings import AutoMergeSettings, BudgetSettings
 
 HERE = Path(__file__).resolve().parent
 
@@ -54,10 +54,11 @@ def main() -> int:
     def pinged(sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         return repo._fetch_once(sql, params, ping=True)
 
-    ways = {"unpinged (HEAD)": repo._fetch, "pinged (before)": pinged}
+    ways = {"unpinged (HEAD)": repo.fetch, "pinged (before)": pinged}
     lines = []
-    for label, retriever in (("auto-merge (defaults)", AutoMergingRetriever(hrag, collection=args.collection)),
-                             ("auto, 2,000 tokens (defaults)", AutoRetriever(hrag, collection=args.collection))):
+    for label, retriever in (("auto-merge (defaults)", hrag.retriever(AutoMergeSettings(collection=args.collection))),
+                             ("auto, 2,000 tokens (defaults)",
+                              hrag.retriever(BudgetSettings(collection=args.collection)))):
         timings: dict[str, list[float]] = {way: [] for way in ways}
         same = 0
         for p in range(args.passes + 1):  # the first pass warms the caches
