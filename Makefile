@@ -40,7 +40,7 @@ test-pg16: install  ## integration, migration and reliability tests against Post
 	  $(BIN)/python -m pytest -q tests/integration tests/migration tests/reliability; \
 	  rc=$$?; $(BIN)/python tests/pg_majors.py stop 16 $(PG16_DIR); exit $$rc
 
-check-docs:  ## every figure of the README's Performance section and docs/performance.md is in the results file it cites, measured at HEAD or marked
+check-docs:  ## every figure of README.md and docs/ is in the results file it cites, measured at HEAD or marked
 	$(PYTHON) tools/check_docs.py
 
 docs: install  ## the documentation site (mkdocs.yml) into site/, strictly: a warning or a link to a missing file fails it

@@ -1,19 +1,22 @@
-"""`make check-docs`: every figure of the README's Performance section and docs/performance.md is sourced and is HEAD's.
+"""`make check-docs`: every figure of the README and the docs pages is sourced and is HEAD's.
 
 The citation convention (written for people as much as for this script):
 
-* In the README's section between ``## Performance`` and the next ``## ``
-  heading, and anywhere in ``docs/performance.md`` (the measurements that
-  explain the README's figures: revision A/B studies, scale, settings), an
-  HTML comment ``<!-- figures: bench/results/full.md -->`` (one or more paths,
-  comma-separated) names the results file(s) of every paragraph and table
-  after it, up to the next such comment.  A paragraph or table with a figure
-  and no citation fails the check.
+* An HTML comment ``<!-- figures: bench/results/full.md -->`` (one or more
+  paths, comma-separated) names the results file(s) of every paragraph and
+  table after it.  In ``docs/performance.md``, the page of the measurements,
+  every paragraph is checked: a citation holds up to the next one, and a
+  paragraph or table with a figure and no citation fails the check.  In
+  ``README.md`` and every other page under ``docs/``, which hold numbers that
+  are not measurements (versions, defaults, limits), a citation holds up to
+  the next citation or heading, and the paragraphs it covers are checked; a
+  paragraph there that links to the performance page and has a figure but no
+  citation fails the check (a headline figure must cite its file).
 * A figure is any number written in the text (``6.3 M``, ``1.7k``, ``79×``,
   ``0.58–0.69`` is two figures, ``84 %``); numbers inside words (``L6``,
   ``x86_64``), link targets, comments and commit ids are not figures.  It
   matches when the cited file(s) hold a number that rounds to it at the
-  README's precision after removing thousands separators and applying ``k``
+  page's precision after removing thousands separators and applying ``k``
   (×1,000) and ``M`` (×1,000,000): ``1.7k`` matches ``1,683``.
 * Each cited file must record the commit it measured (``hrag-pg commit:
   <sha>`` in its header, or ``"hrag-pg commit": "<sha>"`` in its versions
@@ -54,13 +57,30 @@ class Block:
     group: int  # blocks after the same citation comment share their "measured at" marks
 
 
-#: The documents checked: (path in the repository, the ``## `` section holding the figures, or None for all of it).
-DOCUMENTS = (("README.md", "Performance"), ("docs/performance.md", None))
+#: The page of the measurements: every paragraph of it is checked.
+PERFORMANCE = "docs/performance.md"
+#: Where a citation holds up to the next heading; a paragraph linking here with a figure must cite.
+CITED_ONLY = "cited"
+HEADING = re.compile(r"^#{1,6} ")
+LINKS_PERFORMANCE = re.compile(r"\]\((?:docs/|\.\./docs/)?performance\.md(?:#[^)]*)?\)")
+
+
+def documents() -> list[tuple[str, str | None]]:
+    """(path, scope) of every page checked: README.md and every page under docs/.
+
+    The scope is None (every paragraph) for the performance page and ``CITED_ONLY`` for the others.
+    """
+    pages = ["README.md", *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md"))]
+    return [(page, None if page == PERFORMANCE else CITED_ONLY) for page in pages]
 
 
 def performance_blocks(text: str, section: str | None = "Performance") -> list[Block]:
-    """The paragraphs and tables of ``section`` (None: the whole text), each with the files it cites."""
-    if section is None:
+    """The paragraphs and tables of ``section`` (None or ``CITED_ONLY``: the whole text), each with its files.
+
+    With ``CITED_ONLY`` a citation holds up to the next heading (outside code blocks).
+    """
+    cited_only = section == CITED_ONLY
+    if section is None or cited_only:
         body, start_line = text + "\n", 1
     else:
         match = re.search(rf"^## {re.escape(section)}\s*$(.*?)(?=^## |\Z)", text, re.DOTALL | re.MULTILINE)
@@ -72,7 +92,12 @@ def performance_blocks(text: str, section: str | None = "Performance") -> list[B
     group = 0
     current: list[str] = []
     first = start_line
+    fenced = False
     for offset, line in enumerate(body.split("\n")):
+        if line.startswith(("```", "~~~")):
+            fenced = not fenced
+        if cited_only and not fenced and HEADING.match(line):
+            sources = []  # a citation holds up to the next heading
         cited = CITATION.search(line)
         if cited:
             sources = [s.strip() for s in cited.group(1).split(",") if s.strip()]
@@ -156,12 +181,18 @@ def last_written(path: Path) -> str | None:
     return None
 
 
-def check(document: Path = REPO / "README.md", section: str | None = "Performance") -> list[str]:
-    """One line per problem of the figures in ``section`` of ``document`` (None: the whole file)."""
+def check(document: Path = REPO / "README.md", section: str | None = CITED_ONLY) -> list[str]:
+    """One line per problem of the figures in ``section`` of ``document``.
+
+    ``section`` None checks every paragraph of the file; ``CITED_ONLY`` the paragraphs under a citation
+    and those that link to the performance page; otherwise the ``## section``.
+    """
     problems: list[str] = []
     blocks = performance_blocks(document.read_text(encoding="utf-8"), section)
     name = str(document.relative_to(REPO)) if document.is_relative_to(REPO) else document.name
     for block in blocks:
+        if section == CITED_ONLY and not block.sources and not LINKS_PERFORMANCE.search(block.text):
+            continue
         found = figures(block.text)
         if not found:
             continue
@@ -205,15 +236,14 @@ def check(document: Path = REPO / "README.md", section: str | None = "Performanc
 
 
 def main() -> int:
-    problems = [p for name, section in DOCUMENTS for p in check(REPO / name, section)]
+    checked = documents()
+    problems = [p for name, scope in checked for p in check(REPO / name, scope)]
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
-        print(f"check-docs: {len(problems)} problem(s) in the README's Performance section and docs/performance.md",
-              file=sys.stderr)
+        print(f"check-docs: {len(problems)} problem(s) in the figures of README.md and docs/", file=sys.stderr)
         return 1
-    print("check-docs: every figure of the README's Performance section and docs/performance.md is in the "
-          "results file it cites")
+    print(f"check-docs: every figure of README.md and docs/ ({len(checked)} pages) is in the results file it cites")
     return 0
 
 

@@ -129,7 +129,7 @@ def test_ingest_report_names_a_bracketed_file_literally_and_reuses_hashes_withou
     _, doc = stored
     result = cli(env, "ingest", str(doc), "-c", "[/x]")
     assert result.returncode == 0, result.stderr
-    # A file named directly is stored under its file name (README "Source names"), printed literally.
+    # A file named directly is stored under its file name (docs/guide.md), printed literally.
     assert f"unchanged {doc.name} " in result.stdout and doc.name == "[bold]name.md"
     assert "1 document, " in result.stdout and "0 texts embedded" in result.stdout
 

@@ -1,4 +1,4 @@
-"""Writing documents: the write guarantees of the README ("Guarantees"), against a real PostgreSQL.
+"""Writing documents: the write guarantees of docs/guarantees.md, against a real PostgreSQL.
 
 One transaction per document (an exception, a killed connection or a broken
 embedder half-way leaves the previous version intact), deterministic ids,

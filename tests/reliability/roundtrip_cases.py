@@ -4,7 +4,7 @@ Every generator yields a :class:`Case`: the document as a reader gets it, the
 text ``node_text(root)`` must return, and the reader that parses it.  The
 expectation is computed here, independently of the code under test:
 
-* for text formats it is the document after the normalisation the README
+* for text formats it is the document after the normalisation docs/guarantees.md
   documents, and nothing else (:func:`normalised`);
 * for HTML it is the text of the generated blocks, one blank line apart
   (what the reader is documented to extract).
@@ -40,7 +40,7 @@ ID_NAMESPACE = uuid.UUID("6f1c8e2a-3b7d-5c1e-9a4f-2d8b0e6a7c35")
 
 
 def normalised(text: str) -> str:
-    """The README's normalisation: BOM dropped, CRLF/CR → LF, the document's outer whitespace dropped."""
+    """The normalisation of docs/guarantees.md: BOM dropped, CRLF/CR → LF, the document's outer whitespace dropped."""
     return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n").strip()
 
 

@@ -8,7 +8,7 @@ parents and wide sections) and then:
 
 * before the database: the tree's full text and the flattened rows, joined
   by the rule ``hrag.node_text`` implements (re-implemented in the test),
-  equal the document after the README's normalisation (BOM, line ends, the
+  equal the document after the normalisation docs/guarantees.md states (BOM, line ends, the
   document's outer whitespace) and nothing else; every node's own range is a
   piece of it;
 * in the database: ``hrag.node_text`` of the root is that same text, and of

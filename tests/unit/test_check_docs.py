@@ -1,4 +1,4 @@
-"""`make check-docs` (tools/check_docs.py) fails on the README faults it exists to catch."""
+"""`make check-docs` (tools/check_docs.py) fails on the faults of README and docs figures it exists to catch."""
 
 from __future__ import annotations
 
@@ -39,8 +39,17 @@ def _performance(tmp_path: Path, old: str, new: str) -> Path:
     return _edited(tmp_path, "docs/performance.md", old, new)
 
 
-def test_the_readme_and_the_performance_page_are_both_checked(check_docs: ModuleType) -> None:
-    assert set(check_docs.DOCUMENTS) == {("README.md", "Performance"), ("docs/performance.md", None)}
+def test_the_readme_and_every_docs_page_are_checked_and_the_performance_page_whole(
+        check_docs: ModuleType) -> None:
+    checked = dict(check_docs.documents())
+    pages = {"README.md"} | {f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")}
+    assert set(checked) == pages
+    assert checked["docs/performance.md"] is None
+    assert {scope for page, scope in checked.items() if page != "docs/performance.md"} == {check_docs.CITED_ONLY}
+
+
+def test_the_repository_s_figures_pass(check_docs: ModuleType) -> None:
+    assert [p for page, scope in check_docs.documents() for p in check_docs.check(REPO / page, scope)] == []
 
 
 def test_a_figure_missing_from_its_results_file_is_reported(check_docs: ModuleType, tmp_path: Path) -> None:
@@ -74,10 +83,34 @@ def test_a_results_file_moved_unchanged_was_written_before_the_move(check_docs: 
     assert written is not None and written.startswith("7096475"), written
 
 
-def test_an_uncited_paragraph_with_figures_is_reported(check_docs: ModuleType, tmp_path: Path) -> None:
-    readme = _readme(tmp_path, "<!-- figures: bench/results/full.md -->\nMeasured on", "Measured on")
-    problems = check_docs.check(readme)
+def test_an_uncited_paragraph_with_figures_on_the_performance_page_is_reported(
+        check_docs: ModuleType, tmp_path: Path) -> None:
+    page = _performance(tmp_path, "<!-- figures: bench/results/full.md -->\nMeasured on", "Measured on")
+    problems = check_docs.check(page, None)
     assert any("cite no results file" in p for p in problems), problems
+
+
+def test_a_readme_headline_figure_missing_from_its_results_file_is_reported(
+        check_docs: ModuleType, tmp_path: Path) -> None:
+    readme = _readme(tmp_path, "1,372 tokens on average", "1,272 tokens on average")
+    problems = check_docs.check(readme)
+    assert any("figure '1,272' is not in bench/results/budget-pgdocs.md" in p for p in problems), problems
+
+
+def test_a_readme_figure_linking_to_the_performance_page_without_a_citation_is_reported(
+        check_docs: ModuleType, tmp_path: Path) -> None:
+    readme = _readme(tmp_path, "<!-- figures: bench/results/budget-pgdocs.md -->\n", "")
+    problems = check_docs.check(readme)
+    assert any("README.md:" in p and "cite no results file" in p for p in problems), problems
+
+
+def test_a_readme_citation_ends_at_the_next_heading(check_docs: ModuleType, tmp_path: Path) -> None:
+    # A version or a default under the next heading is not a measurement and is not checked.
+    readme = _readme(tmp_path, "## Documentation\n", "## Documentation\n\nPython 3.10 and 977 pages.\n")
+    assert check_docs.check(readme) == []
+    # Under the citation it is.
+    readme = _readme(tmp_path, "\n## Documentation\n", "Python 3.10 and 977 pages.\n\n## Documentation\n")
+    assert any("figure '977' is not in bench/results/full.md" in p for p in check_docs.check(readme))
 
 
 @pytest.mark.parametrize(("written", "value", "places"), [("1.7k", 1700.0, -2), ("6.3 M", 6_300_000.0, -5),
