@@ -68,7 +68,7 @@ FLAT_K = 20
 
 FLAT_LEAVES = """
 SELECT n.content
-  FROM hrag.search_leaves(%(q)s, %(k)s::int, %(c)s::text, NULL::jsonb) AS s
+  FROM hrag.search_leaves(%(query)s, %(top_k)s::int, %(collection)s::text, NULL::jsonb) AS s
   JOIN hrag.nodes n ON n.id = s.node_id
  ORDER BY s.score DESC, s.node_id
 """

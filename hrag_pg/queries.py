@@ -1,8 +1,10 @@
 """The SQL statements the Python layer sends, shared by the sync and async repositories.
 
-Each is one round trip calling a function from ``sql/``; parameters use
-psycopg's ``%(name)s`` style and explicit casts (Python floats arrive as
-``double precision``, the functions take ``real``).
+Each is one round trip calling a function from ``hrag_pg/sql/``; parameters
+are named after the function arguments they fill (``%(top_k)s``,
+``%(max_tokens)s``, …) and cast explicitly (Python floats arrive as ``double
+precision``, the functions take ``real``).  The row mappers at the bottom turn
+the rows into the public models.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from .models import RetrievalResult, SearchHit
 SEARCH_LEAVES = """
 SELECT s.node_id, s.parent_id, s.document_id, s.score, n.heading_path,
        coalesce(n.metadata->>'question', n.content) AS text
-  FROM hrag.search_leaves(%(q)s, %(k)s::int, %(c)s::text, %(f)s::jsonb) AS s
+  FROM hrag.search_leaves(%(query)s, %(top_k)s::int, %(collection)s::text, %(filter)s::jsonb) AS s
   JOIN hrag.nodes n ON n.document_id = s.document_id AND n.id = s.node_id
  ORDER BY s.score DESC, s.node_id
 """
@@ -34,7 +36,8 @@ SELECT s.node_id, s.parent_id, s.document_id, s.score, n.heading_path,
 PARENT_CHILD = """
 SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
        r.matched_children, r.rank, r.token_count, n.depth, n.kind, d.source, d.metadata AS document_metadata
-  FROM hrag.parent_child(%(q)s, %(k)s::int, %(p)s::int, %(c)s::text, %(f)s::jsonb, %(m)s::real) AS r
+  FROM hrag.parent_child(%(query)s, %(top_k)s::int, %(max_parents)s::int, %(collection)s::text,
+                         %(filter)s::jsonb, %(min_score)s::real) AS r
   JOIN hrag.nodes n ON n.document_id = r.document_id AND n.id = r.node_id
   JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
@@ -42,8 +45,10 @@ SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
 
 AUTO_MERGE = """
 SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
-  FROM hrag.auto_merge(%(q)s, hrag.sample_hits(%(k)s::int, %(c)s::text, %(s)s::real), %(t)s::real,
-                       %(c)s::text, %(f)s::jsonb) AS r
+  FROM hrag.auto_merge(%(query)s,
+                       hrag.sample_hits(%(top_k)s::int, %(collection)s::text, %(max_hit_share)s::real),
+                       %(merge_threshold)s::real,
+                       %(collection)s::text, %(filter)s::jsonb) AS r
   JOIN hrag.nodes n ON n.document_id = r.document_id AND n.id = r.node_id
   JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
@@ -51,7 +56,7 @@ SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
 
 AUTO_MERGE_HITS = """
 SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
-  FROM hrag.auto_merge_hits(%(ids)s::uuid[], %(scores)s::real[], %(t)s::real) AS r
+  FROM hrag.auto_merge_hits(%(ids)s::uuid[], %(scores)s::real[], %(merge_threshold)s::real) AS r
   JOIN hrag.nodes n ON n.document_id = r.document_id AND n.id = r.node_id
   JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
@@ -60,7 +65,7 @@ SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
 PARENT_CHILD_HITS = """
 SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
        r.matched_children, r.rank, r.token_count, n.depth, n.kind, d.source, d.metadata AS document_metadata
-  FROM hrag.parent_child_hits(%(ids)s::uuid[], %(scores)s::real[], %(p)s::int, %(k)s::int) AS r
+  FROM hrag.parent_child_hits(%(ids)s::uuid[], %(scores)s::real[], %(max_parents)s::int, %(top_k)s::int) AS r
   JOIN hrag.nodes n ON n.document_id = r.document_id AND n.id = r.node_id
   JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
@@ -69,8 +74,8 @@ SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
 SEARCH_HYBRID = """
 SELECT s.node_id, s.parent_id, s.document_id, s.score, n.heading_path,
        coalesce(n.metadata->>'question', n.content) AS text
-  FROM hrag.search_hybrid(%(q)s, %(qt)s::text, %(k)s::int, %(c)s::text, %(f)s::jsonb,
-                          %(w)s::real, %(n)s::int, %(r)s::real) AS s
+  FROM hrag.search_hybrid(%(query)s, %(question)s::text, %(top_k)s::int, %(collection)s::text, %(filter)s::jsonb,
+                          %(lexical_weight)s::real, %(candidates)s::int, %(min_relative_score)s::real) AS s
   JOIN hrag.nodes n ON n.document_id = s.document_id AND n.id = s.node_id
  ORDER BY s.score DESC, s.node_id
 """
@@ -81,13 +86,15 @@ SELECT s.node_id, s.parent_id, s.document_id, s.score, n.heading_path,
 AUTO_MERGE_HYBRID = """
 WITH hit AS (
     SELECT node_id, score
-      FROM hrag.search_hybrid(%(q)s, %(qt)s::text, hrag.sample_hits(%(k)s::int, %(c)s::text, %(s)s::real),
-                              %(c)s::text, %(f)s::jsonb, %(w)s::real, %(n)s::int, %(r)s::real)
+      FROM hrag.search_hybrid(%(query)s, %(question)s::text,
+                              hrag.sample_hits(%(top_k)s::int, %(collection)s::text, %(max_hit_share)s::real),
+                              %(collection)s::text, %(filter)s::jsonb, %(lexical_weight)s::real,
+                              %(candidates)s::int, %(min_relative_score)s::real)
 ),
 r AS (
     SELECT * FROM hrag.auto_merge_hits(ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id),
                                        ARRAY(SELECT score FROM hit ORDER BY score DESC, node_id),
-                                       %(t)s::real)
+                                       %(merge_threshold)s::real)
 )
 SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
   FROM r
@@ -102,14 +109,15 @@ SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
 PARENT_CHILD_HYBRID = """
 WITH hit AS (
     SELECT node_id, score
-      FROM hrag.search_hybrid(%(q)s, %(qt)s::text, %(n)s::int, %(c)s::text, %(f)s::jsonb,
-                              %(w)s::real, %(n)s::int, %(r)s::real)
-     WHERE %(m)s::real IS NULL OR score >= %(m)s::real
+      FROM hrag.search_hybrid(%(query)s, %(question)s::text, %(candidates)s::int, %(collection)s::text,
+                              %(filter)s::jsonb, %(lexical_weight)s::real, %(candidates)s::int,
+                              %(min_relative_score)s::real)
+     WHERE %(min_score)s::real IS NULL OR score >= %(min_score)s::real
 ),
 r AS (
     SELECT * FROM hrag.parent_child_hits(ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id),
                                          ARRAY(SELECT score FROM hit ORDER BY score DESC, node_id),
-                                         %(p)s::int, %(k)s::int)
+                                         %(max_parents)s::int, %(top_k)s::int)
 )
 SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
        r.matched_children, r.rank, r.token_count, n.depth, n.kind, d.source, d.metadata AS document_metadata
@@ -123,7 +131,8 @@ SELECT r.node_id, r.document_id, r.title, r.heading_path, r.content, r.score,
 # Budget-aware selection (auto mode): the best non-overlapping context within max_tokens.
 RETRIEVE = """
 SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
-  FROM hrag.retrieve(%(q)s, %(qt)s::text, %(b)s::int, %(c)s::text, %(f)s::jsonb, %(k)s::int, %(w)s::real) AS r
+  FROM hrag.retrieve(%(query)s, %(question)s::text, %(max_tokens)s::int, %(collection)s::text, %(filter)s::jsonb,
+                     %(top_k)s::int, %(lexical_weight)s::real) AS r
   JOIN hrag.nodes n ON n.document_id = r.document_id AND n.id = r.node_id
   JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
@@ -131,7 +140,7 @@ SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
 
 RETRIEVE_HITS = """
 SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
-  FROM hrag.retrieve_hits(%(ids)s::uuid[], %(scores)s::real[], %(b)s::int) AS r
+  FROM hrag.retrieve_hits(%(ids)s::uuid[], %(scores)s::real[], %(max_tokens)s::int) AS r
   JOIN hrag.nodes n ON n.document_id = r.document_id AND n.id = r.node_id
   JOIN hrag.documents d ON d.id = r.document_id
  ORDER BY r.rank
@@ -149,7 +158,7 @@ SELECT r.*, n.kind, d.source, d.metadata AS document_metadata
 _CONTEXT = """
 WITH hit AS (
     SELECT s.node_id, s.document_id, s.score, s.part_score FROM {search}
-     WHERE %(m)s::real IS NULL OR s.score >= %(m)s::real
+     WHERE %(min_score)s::real IS NULL OR s.score >= %(min_score)s::real
 ),
 r AS (
     SELECT * FROM {results}
@@ -170,7 +179,7 @@ fit AS (
         ARRAY(SELECT document_id FROM owned ORDER BY ord, score DESC, node_id),
         ARRAY(SELECT score FROM owned ORDER BY ord, score DESC, node_id),
         ARRAY(SELECT ord FROM owned ORDER BY ord, score DESC, node_id),
-        %(b)s::int)
+        %(max_tokens)s::int)
 )
 SELECT f.owner, f.kept, f.node_id, n.document_id, n.depth, n.kind,
        CASE WHEN f.kept = 'part' THEN f.title ELSE o.title END AS title,
@@ -189,10 +198,15 @@ SELECT f.owner, f.kept, f.node_id, n.document_id, n.depth, n.kind,
  ORDER BY f.step
 """
 
-_HYBRID_HITS = ("(SELECT x.*, x.score AS part_score FROM hrag.search_hybrid(%(q)s, %(qt)s::text, {k}, %(c)s::text, "
-                "%(f)s::jsonb, %(w)s::real, %(n)s::int, %(r)s::real) AS x) AS s")
-_VECTOR_HITS = ("(SELECT x.*, x.score AS part_score FROM hrag.search_leaves(%(q)s, {k}, %(c)s::text, %(f)s::jsonb) "
-                "AS x) AS s")
+_HYBRID_HITS = """(
+    SELECT x.*, x.score AS part_score
+      FROM hrag.search_hybrid(%(query)s, %(question)s::text, {k}, %(collection)s::text, %(filter)s::jsonb,
+                              %(lexical_weight)s::real, %(candidates)s::int, %(min_relative_score)s::real) AS x
+) AS s"""
+_VECTOR_HITS = """(
+    SELECT x.*, x.score AS part_score
+      FROM hrag.search_leaves(%(query)s, {k}, %(collection)s::text, %(filter)s::jsonb) AS x
+) AS s"""
 _GIVEN_HITS = ("unnest(%(ids)s::uuid[], %(docs)s::uuid[], %(scores)s::real[], %(part_scores)s::real[]) "
                "AS s(node_id, document_id, score, part_score)")
 _HIT_ARRAYS = ("ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id), "
@@ -219,12 +233,12 @@ class GivenHits:
 
     def params(self) -> dict[str, Any]:
         return {"ids": self.ids, "docs": self.document_ids, "scores": self.scores,
-                "part_scores": self.part_scores, "m": None}
+                "part_scores": self.part_scores, "min_score": None}
 
 
-_PARENT_CHILD_RESULTS = ("hrag.parent_child_hits({hits}, %(p)s::int, %(k)s::int)",
+_PARENT_CHILD_RESULTS = ("hrag.parent_child_hits({hits}, %(max_parents)s::int, %(top_k)s::int)",
                          "matched_children", "o.matched_children", "NULL::uuid[]", "NULL::real")
-_AUTO_MERGE_RESULTS = ("hrag.auto_merge_hits({hits}, %(t)s::real)",
+_AUTO_MERGE_RESULTS = ("hrag.auto_merge_hits({hits}, %(merge_threshold)s::real)",
                        "merged_from", "NULL::uuid[]", "o.merged_from", "o.hit_ratio")
 
 # --------------------------------------------------------------------- plans
@@ -300,9 +314,11 @@ class Search:
         _real(self.lexical_weight, "lexical_weight")
         _real(self.min_relative_score, "min_relative_score")
         return {
-            "q": _np.asarray(self.query, dtype=_np.float32), "qt": self.text, "k": k, "c": self.collection,
-            "f": None if self.filter is None else _json.dumps(self.filter, ensure_ascii=False),
-            "w": self.lexical_weight, "n": self.candidate_count(k), "r": self.min_relative_score,
+            "query": _np.asarray(self.query, dtype=_np.float32), "question": self.text, "top_k": k,
+            "collection": self.collection,
+            "filter": None if self.filter is None else _json.dumps(self.filter, ensure_ascii=False),
+            "lexical_weight": self.lexical_weight, "candidates": self.candidate_count(k),
+            "min_relative_score": self.min_relative_score,
         }
 
 
@@ -317,7 +333,7 @@ def plan_parent_child(search: Search, top_k_children: int, max_parents: int,
     _count(max_parents, "max_parents")
     _real(min_score, "min_score")
     params = search.params(top_k_children)
-    params.update(p=max_parents, m=min_score)
+    params.update(max_parents=max_parents, min_score=min_score)
     return (PARENT_CHILD_HYBRID if search.hybrid else PARENT_CHILD), params
 
 
@@ -330,20 +346,21 @@ def plan_auto_merge(search: Search, top_k: int, merge_threshold: float,
     if max_hit_share is not None and not 0 < max_hit_share <= 1:
         raise InvalidArgument(f'argument "max_hit_share" must be in (0, 1], got {max_hit_share!r}')
     params = search.params(top_k)
-    params.update(t=merge_threshold, s=max_hit_share)
+    params.update(merge_threshold=merge_threshold, max_hit_share=max_hit_share)
     return (AUTO_MERGE_HYBRID if search.hybrid else AUTO_MERGE), params
 
 
 def plan_auto_merge_hits(ids: list[Any], scores: list[float], merge_threshold: float) -> tuple[str, dict[str, Any]]:
     _real(merge_threshold, "merge_threshold")
-    return AUTO_MERGE_HITS, {"ids": ids, "scores": scores, "t": merge_threshold}
+    return AUTO_MERGE_HITS, {"ids": ids, "scores": scores, "merge_threshold": merge_threshold}
 
 
 def plan_parent_child_hits(ids: list[Any], scores: list[float], max_parents: int,
                            top_k_children: int | None) -> tuple[str, dict[str, Any]]:
     _count(max_parents, "max_parents")
     _count(top_k_children, "top_k_children")
-    return PARENT_CHILD_HITS, {"ids": ids, "scores": scores, "p": max_parents, "k": top_k_children}
+    return PARENT_CHILD_HITS, {"ids": ids, "scores": scores, "max_parents": max_parents,
+                               "top_k": top_k_children}
 
 
 def plan_retrieve(search: Search, top_k: int, max_tokens: int) -> tuple[str, dict[str, Any]]:
@@ -351,13 +368,13 @@ def plan_retrieve(search: Search, top_k: int, max_tokens: int) -> tuple[str, dic
     _count(top_k, "top_k")
     _budget(max_tokens)
     params = search.params(top_k)
-    params.update(b=max_tokens)
+    params.update(max_tokens=max_tokens)
     return RETRIEVE, params
 
 
 def plan_retrieve_hits(ids: list[Any], scores: list[float], max_tokens: int) -> tuple[str, dict[str, Any]]:
     _budget(max_tokens)
-    return RETRIEVE_HITS, {"ids": ids, "scores": scores, "b": max_tokens}
+    return RETRIEVE_HITS, {"ids": ids, "scores": scores, "max_tokens": max_tokens}
 
 
 def plan_parent_child_context(search: Search, top_k_children: int, max_parents: int, min_score: float | None,
@@ -365,9 +382,9 @@ def plan_parent_child_context(search: Search, top_k_children: int, max_parents: 
     """Parent-child within ``max_tokens`` (stored token counts), one round trip (see ``_CONTEXT``)."""
     _, params = plan_parent_child(search, top_k_children, max_parents, min_score)
     _budget(max_tokens)
-    params.update(b=max_tokens)
+    params.update(max_tokens=max_tokens)
     # the hybrid ranking reads all its candidates, so parents beyond the first top_k_children are found
-    k = "%(n)s::int" if search.hybrid else "%(k)s::int"
+    k = "%(candidates)s::int" if search.hybrid else "%(top_k)s::int"
     return _context_statement(_searched(search, k), *_PARENT_CHILD_RESULTS), params
 
 
@@ -376,8 +393,8 @@ def plan_auto_merge_context(search: Search, top_k: int, merge_threshold: float, 
     """Auto-merge within ``max_tokens`` (stored token counts), one round trip (see ``_CONTEXT``)."""
     _, params = plan_auto_merge(search, top_k, merge_threshold, max_hit_share)
     _budget(max_tokens)
-    params.update(b=max_tokens, m=None)
-    k = "hrag.sample_hits(%(k)s::int, %(c)s::text, %(s)s::real)"
+    params.update(max_tokens=max_tokens, min_score=None)
+    k = "hrag.sample_hits(%(top_k)s::int, %(collection)s::text, %(max_hit_share)s::real)"
     return _context_statement(_searched(search, k), *_AUTO_MERGE_RESULTS), params
 
 
@@ -386,7 +403,8 @@ def plan_parent_child_hits_context(hits: GivenHits, max_parents: int, top_k_chil
     """Parent-child of reranked hits within ``max_tokens``, one round trip (see ``_CONTEXT``)."""
     _, params = plan_parent_child_hits(hits.ids, hits.scores, max_parents, top_k_children)
     _budget(max_tokens)
-    return _context_statement(_GIVEN_HITS, *_PARENT_CHILD_RESULTS), {**params, **hits.params(), "b": max_tokens}
+    return (_context_statement(_GIVEN_HITS, *_PARENT_CHILD_RESULTS),
+            {**params, **hits.params(), "max_tokens": max_tokens})
 
 
 def plan_auto_merge_hits_context(hits: GivenHits, merge_threshold: float,
@@ -394,7 +412,7 @@ def plan_auto_merge_hits_context(hits: GivenHits, merge_threshold: float,
     """Auto-merge of reranked hits within ``max_tokens``, one round trip (see ``_CONTEXT``)."""
     _, params = plan_auto_merge_hits(hits.ids, hits.scores, merge_threshold)
     _budget(max_tokens)
-    return _context_statement(_GIVEN_HITS, *_AUTO_MERGE_RESULTS), {**params, **hits.params(), "b": max_tokens}
+    return _context_statement(_GIVEN_HITS, *_AUTO_MERGE_RESULTS), {**params, **hits.params(), "max_tokens": max_tokens}
 
 
 # -------------------------------------------------------------- row mappers
