@@ -231,7 +231,7 @@ def test_an_unexpected_error_is_one_line_too(monkeypatch: pytest.MonkeyPatch) ->
     def broken() -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(hrag_pg.cli, "_open", broken)
+    monkeypatch.setattr(hrag_pg.cli.core, "open_hrag", broken)
     monkeypatch.delenv("HRAG_DEBUG", raising=False)
     result = runner.invoke(app, ["stats"])
     assert result.exit_code == 1 and "Traceback" not in result.output

@@ -64,7 +64,7 @@ def test_auto_retriever_defaults_come_from_the_defaults_module(hrag: HRAG) -> No
 
 def test_cli_query_defaults_to_auto_mode_when_a_budget_is_given(hrag: HRAG, db_url: str, tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cli, "_open", lambda model=None: hrag)
+    monkeypatch.setattr(cli.core, "open_hrag", lambda model=None: hrag)
     runner = CliRunner()
     env = {"HRAG_DATABASE_URL": db_url, "HRAG_DATA_DIR": str(tmp_path)}
     out = runner.invoke(cli.app, ["query", QUESTION, "--max-tokens", "300", "--json"], env=env)

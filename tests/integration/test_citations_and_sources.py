@@ -59,14 +59,14 @@ def test_context_results_keep_their_citations(hrag: HRAG) -> None:
 def test_json_and_human_output_show_the_source_and_the_whole_heading_path(
         hrag: HRAG, monkeypatch: pytest.MonkeyPatch) -> None:
     results = hrag.parent_child(QUESTION, ParentChildSettings(max_parents=2))
-    payload = cli._result_json(results[0])
+    payload = cli.output.result_json(results[0])
     assert payload["source"] == "work_rules_ja.md" and payload["document_metadata"]["lang"] == "ja"
     json.dumps(payload)
     long_path = results[0].model_copy(update={"heading_path": ["就業規則", "第4章 賃金と手当の細目について定める章",
                                                                "第4条：諸手当および福利厚生"]})
     out = io.StringIO()
-    monkeypatch.setattr(cli, "console", Console(file=out, width=40, color_system=None))
-    cli.print_results([long_path])
+    monkeypatch.setattr(cli.output, "console", Console(file=out, width=40, color_system=None))
+    cli.output.print_results([long_path])
     text = out.getvalue()
     assert "work_rules_ja.md" in text
     assert "第4条：諸手当および福利厚生" in text, "the last heading (where the passage is) is not cut"
@@ -99,7 +99,7 @@ def test_sources_and_stats_show_long_names_whole_so_they_can_be_copied_into_the_
     HRAG(db_url, embedder=HashingEmbedder()).ingest([FIXTURES / "guide.md"], collection=LONG_COLLECTION,
                                                     source=LONG_SOURCE)
     # a narrow terminal: a table fitted to it cut both names ("TRANSIENT-SETTINGS.m…")
-    monkeypatch.setattr(cli, "console", Console(width=40, markup=False, highlight=False, soft_wrap=True))
+    monkeypatch.setattr(cli.output, "console", Console(width=40, markup=False, highlight=False, soft_wrap=True))
     listed = runner.invoke(cli.app, ["sources"], env=env(db_url, tmp_path))
     assert listed.exit_code == 0, listed.output
     assert "…" not in listed.stdout

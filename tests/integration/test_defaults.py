@@ -68,7 +68,7 @@ def test_python_entry_points_take_their_defaults_from_the_defaults_module() -> N
 
 
 def test_cli_query_options_default_to_the_defaults_module() -> None:
-    from hrag_pg.cli import query_cmd
+    from hrag_pg.cli.user_commands import query_cmd
 
     params = inspect.signature(query_cmd).parameters
     assert params["lexical_weight"].default.default == defaults.LEXICAL_WEIGHT

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from hrag_pg.cli import heading_after_source
+from hrag_pg.cli.output import heading_after_source
 from hrag_pg.models import RetrievalResult
 
 

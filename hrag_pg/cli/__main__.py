@@ -1,0 +1,5 @@
+"""``python -m hrag_pg.cli``: the ``hrag`` command."""
+
+from . import main
+
+main()

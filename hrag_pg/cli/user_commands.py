@@ -1,0 +1,623 @@
+"""The commands a user runs: ingest, query, show, delete, sources, stats, eval, demo."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.text import Text
+from typer import _click as click  # typer vendors click: its exceptions and classes, not click's
+from typer._click.core import ParameterSource
+
+from .. import defaults, limits
+from ..errors import HragError
+from . import core
+from .core import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    MODEL_HELP,
+    app,
+    check_collection,
+    check_fraction,
+    clear_errors,
+    json_object,
+    report_interrupt,
+)
+from .output import (
+    console,
+    err_console,
+    plural,
+    print_columns,
+    print_json,
+    print_results,
+    progress_bar,
+    result_json,
+    styled,
+)
+
+#: Exit statuses, the same for every command (README "Exit status").
+# ----------------------------------------------------------------------- ingest
+
+
+def _without_path(path: str, message: str) -> str:
+    """``message`` without a leading ``path: `` (the report names the path already)."""
+    return message.removeprefix(f"{path}: ")
+
+
+@app.command("ingest")
+@clear_errors
+def ingest_cmd(
+    ctx: typer.Context,
+    paths: list[Path] = typer.Argument(..., help="Files or directories (Markdown, text, HTML, PDF, Python)."),
+    collection: str = typer.Option("default", "--collection", "-c", help="Collection (namespace) to write into."),
+    strategy: str | None = typer.Option(None, "--strategy", "-s",
+                                 help="Parent strategy: headings|clauses|pages|code|window (default: by file type)."),
+    child: str = typer.Option("paragraph", "--child",
+                              help="Child strategy: paragraph|sentence|fact|function|none (function: one child per "
+                                   "top-level def/class of Python code blocks in documents; qa needs the Python API)."),
+    max_child_tokens: int = typer.Option(150, help="Split children longer than this many tokens."),
+    overlap_tokens: int = typer.Option(25, help="Tokens of overlap embedded with each split child."),
+    max_parent_tokens: int = typer.Option(3000, help="Split parents longer than this many tokens."),
+    window_tokens: int = typer.Option(1200, help="Parent size for --strategy window."),
+    errors: str = typer.Option("strict", help="Invalid UTF-8: strict (refuse the file) or replace."),
+    force: bool = typer.Option(False, "--force", help="Rewrite unchanged documents too (repairs missing embeddings)."),
+    replace: bool = typer.Option(False, "--replace",
+                                 help="Let a file replace the stored document of the same name although that one "
+                                      "was ingested from another file that still exists (by default that file "
+                                      "fails, naming both)."),
+    bulk: bool = typer.Option(False, "--bulk",
+                              help="Initial loads: drop the vector index, load, rebuild it once (meanwhile every "
+                                   "query of the database, in any collection, scans without it)."),
+    metadata_json: str = typer.Option(None, "--metadata",
+                                      help='JSON object stored on every document written, e.g. \'{"lang": "ja"}\' '
+                                           "(query --filter matches it)."),
+    source: str = typer.Option(None, "--source",
+                               help="Source name of the one file given, or prefix of a directory's names "
+                                    "(default: the file name; a directory's files: their path relative to it; a file "
+                                    "already stored keeps the name it is stored under)."),
+    model: str = typer.Option(None, "--model", help=MODEL_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON report."),
+) -> None:
+    """Ingest documents: build their trees, embed the children, write each document in one transaction.
+
+    Re-ingesting a changed file replaces its tree atomically and re-embeds only
+    changed children; unchanged files are recognised from their content hash
+    without loading the model. Unsupported and empty files found in a directory
+    are skipped and listed; a file named explicitly must be supported, and
+    paths that hold no file to read are an error (exit 2). Read by default:
+    Markdown and text (.md, .markdown, .txt), reStructuredText (.rst), HTML,
+    PDF and Python files; files named README, NEWS, copyright and the like;
+    and any of these but PDF compressed as .gz (as Debian installs its
+    documentation). Files over 20 MB (decompressed) or with a line over
+    100,000 characters are refused.
+
+    \b
+    Examples:
+        hrag ingest docs/ -c manuals
+        hrag ingest rules.md --strategy clauses -c hr
+        hrag ingest corpus/ -c big --bulk --json
+        hrag ingest /usr/share/doc/manpages-ja -c ja --model e5
+    """
+    from ..ingest.loaders import STRATEGIES, file_type_of, iter_supported_files, nothing_to_ingest, unsupported_reason
+    from ..ingest.pipeline import IngestOptions
+
+    if child == "qa":
+        raise ValueError("--child qa needs a question generator, which only the Python API takes: "
+                         "HRAG.ingest(paths, options=IngestOptions(child='qa'), question_generator=...)")
+    limits.check_count(max_child_tokens, "--max-child-tokens", maximum=limits.MAX_CHUNK_TOKENS)
+    limits.check_nonnegative(overlap_tokens, "--overlap-tokens", maximum=limits.MAX_CHUNK_TOKENS)
+    if overlap_tokens >= max_child_tokens:
+        raise ValueError(f"--overlap-tokens ({overlap_tokens}) must be less than --max-child-tokens "
+                         f"({max_child_tokens}): the overlap is embedded with each piece")
+    limits.check_count(max_parent_tokens, "--max-parent-tokens", maximum=limits.MAX_CHUNK_TOKENS)
+    limits.check_count(window_tokens, "--window-tokens", maximum=limits.MAX_CHUNK_TOKENS)
+    if strategy is None or strategy in STRATEGIES:  # (an unknown one is refused below, naming the known ones)
+        _refuse_options_of_other_modes(ctx, "--strategy", strategy, strategy or "the one chosen by file type", {
+            "window_tokens": ("--window-tokens", ("window",))})
+    if errors not in ("strict", "replace"):
+        raise ValueError(f"--errors must be strict or replace, got {errors!r}")
+    if not collection.strip():
+        raise ValueError("--collection must not be empty")
+    if source is not None and (not source.strip() or len(paths) != 1):
+        raise ValueError("--source must not be empty" if not source.strip() else
+                         f"--source names one file or prefixes one directory, but {len(paths)} paths were given")
+    for path in paths:
+        if not path.exists():
+            raise ValueError(f"{path}: no such file or directory")
+        if path.is_file() and strategy is None and file_type_of(path) is None:
+            raise ValueError(f"{path}: {unsupported_reason(path)}; pass --strategy to read it as text")
+    readable, skipped = iter_supported_files(paths, any_named_file=strategy is not None)
+    if not readable:  # "0 documents" with exit 0 would pass for success in a script
+        raise ValueError(nothing_to_ingest(paths, skipped))
+    options = IngestOptions(strategy=strategy, child=child, max_child_tokens=max_child_tokens,  # type: ignore[arg-type]
+                            overlap_tokens=overlap_tokens, max_parent_tokens=max_parent_tokens,
+                            window_tokens=window_tokens, errors=errors)  # type: ignore[arg-type]
+    metadata = json_object(metadata_json, "--metadata")
+    # What is done so far, file by file: printed as each file finishes (also when stdout is
+    # a pipe), and counted when Ctrl-C stops the run (each document is its own transaction).
+    done: list[Any] = []
+    failed: list[tuple[str, str]] = []
+    now: dict[str, Any] = {"path": None, "total": len(readable)}
+
+    def on_done(path: Path, result: Any, error: str | None) -> None:
+        now["path"] = None
+        if result is not None:
+            done.append(result)
+            if not as_json:
+                console.print(f"{result.status:9} {result.source}  ({plural(result.nodes, 'node')}, "
+                              f"{result.embedded:,} embedded, {result.reused:,} reused)")
+        else:
+            failed.append((str(path), _in_cli_words(_without_path(str(path), error or ""))))
+            if not as_json:
+                err_console.print(styled(("failed", "red"), f"    {failed[-1][0]}: {failed[-1][1]}"), soft_wrap=True)
+
+    hrag = None
+    try:
+        with progress_bar() as bar:
+            opening = bar.add_task("opening the database", total=None)  # visible from the first second
+            hrag = core.open_hrag(model)
+            bar.remove_task(opening)
+            tasks: dict[str, Any] = {}
+
+            def on_file(path: Path, index: int, total: int) -> None:
+                now.update(path=path, total=total)
+                if "files" not in tasks:
+                    tasks["files"] = bar.add_task("files", total=total)
+                bar.update(tasks["files"], description=f"reading {path}", completed=index - 1, total=total)
+                bar.refresh()
+
+            def progress(stage: str, done: int, total: int) -> None:
+                label = {"files": "files", "embed": "embedding", "write": "writing"}.get(stage, stage)
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(label, total=total)
+                bar.update(tasks[stage], completed=done, total=total)
+                if stage != "files" and done >= total:
+                    bar.remove_task(tasks.pop(stage))
+
+            report = hrag.ingest(paths, collection=collection, options=options, progress=progress, force=force,
+                                 bulk=bulk, metadata=metadata, source=source, on_file=on_file, replace=replace,
+                                 on_done=on_done)
+    except KeyboardInterrupt:
+        stopped_in = now["path"]
+        not_started = max(now["total"] - len(done) - len(failed) - (stopped_in is not None), 0)
+        index_gone = bulk and hrag is not None and hrag.repository.vector_index_state(default="valid") != "valid"
+        report_interrupt(_interrupted(done, failed, stopped_in, not_started, index_gone))
+        if as_json:
+            print_json({"collection": collection, "results": [r.model_dump(mode="json") for r in done],
+                        "failed": [{"path": p, "error": why} for p, why in failed],
+                        "interrupted": {"not_written": None if stopped_in is None else str(stopped_in),
+                                        "not_started": not_started, "vector_index_missing": index_gone}})
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    recorded = hrag.collection_models(collection).get(collection)
+    if as_json:
+        print_json({
+            "collection": collection,
+            "model": _model_json(recorded),
+            "results": [r.model_dump(mode="json") for r in report.results],
+            "skipped": [{"path": p, "reason": why} for p, why in report.skipped],
+            "failed": [{"path": p, "error": why} for p, why in failed],
+            "seconds": round(report.seconds, 3),
+        })
+    else:
+        for p, why in report.skipped:
+            console.print(styled(("skipped", "yellow"), f"   {p}: {why}"))
+        console.print(f"{plural(len(report.results), 'document')}, {plural(report.nodes, 'node')}, "
+                      f"{plural(report.embedded, 'text')} embedded in {report.seconds:.1f}s"
+                      + (f" (model {recorded.name})" if recorded else "")
+                      + (f"; {plural(len(failed), 'file')} failed" if failed else ""))
+    if report.failed:
+        raise typer.Exit(EXIT_FAILURE)
+
+
+def _in_cli_words(message: str) -> str:
+    """A library message with the Python argument it suggests named as the CLI option instead."""
+    return message.replace("errors='replace'", "--errors replace")
+
+
+def _interrupted(done: list[Any], failed: list[tuple[str, str]], stopped_in: Path | None, not_started: int,
+                 index_gone: bool) -> str:
+    """What an interrupted ingest leaves: what was written (kept: one transaction per document) and what was not."""
+    unchanged = sum(r.status == "unchanged" for r in done)
+    parts = [f"{plural(len(done) - unchanged, 'document')} written"
+             + (f" and {unchanged:,} unchanged" if unchanged else "") + " (kept)"]
+    if failed:
+        parts.append(f"{plural(len(failed), 'file')} failed")
+    if stopped_in is not None:
+        parts.append(f"{stopped_in} not written")
+    parts.append(f"{plural(not_started, 'file')} not started")
+    advice = "run the same command again to ingest the rest"
+    if index_gone:
+        advice += ("; the vector index was not rebuilt (searches scan every row): `hrag check --repair` "
+                   "or the next `hrag ingest --bulk` builds it")
+    return ", ".join(parts) + f"; {advice}"
+
+
+# ------------------------------------------------------------------------ query
+
+MODES = defaults.MODES
+
+
+def _chosen_mode(mode: str | None, max_tokens: int | None) -> str:
+    """``--mode`` as given, or the default query and eval share: auto with a budget, else parent-child."""
+    if mode is None:
+        mode = "auto" if max_tokens is not None else "parent-child"
+    if mode not in MODES:
+        raise ValueError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+    return mode
+
+
+def _given(ctx: click.Context, param: str) -> bool:
+    """Whether the user typed this option (its value is not just the default)."""
+    return ctx.get_parameter_source(param) is ParameterSource.COMMANDLINE
+
+
+def _refuse_options_of_other_modes(ctx: click.Context, selector: str, chosen: str | None, in_use: str,
+                                   options: dict[str, tuple[str, tuple[str, ...]]]) -> None:
+    """An option typed for another mode (or strategy) than the one in use is a usage error naming both.
+
+    ``options`` maps a parameter to its option name and the modes it applies
+    to; ``selector`` is the option choosing the mode, ``chosen`` the mode in
+    use and ``in_use`` how to name it (a default says so).  An option left at
+    its default is never an error.
+    """
+    for param, (option, modes) in options.items():
+        if chosen not in modes and _given(ctx, param):
+            raise ValueError(f"{option} applies to {selector} {' or '.join(modes)} only, not {in_use}; "
+                             f"drop {option} or pass {selector} {modes[0]}")
+
+
+@app.command("query")
+@clear_errors
+def query_cmd(
+    ctx: typer.Context,
+    text: str = typer.Argument(..., help="The question."),
+    mode: str | None = typer.Option(None, "--mode", "-m",
+                             help="parent-child (small-to-big), auto-merge, or auto (the best context within "
+                                  "--max-tokens). Default: auto with --max-tokens, else parent-child."),
+    collection: str = typer.Option(None, "--collection", "-c", help="Search only this collection."),
+    top_k: int = typer.Option(None, "--top-k", "-k",
+                              help=f"Children to match (parent-child, default {defaults.TOP_K_CHILDREN}), "
+                                   f"leaves to hit (auto-merge, {defaults.TOP_K}) or hits to select from "
+                                   f"(auto, {defaults.AUTO_TOP_K}); 1 to 1000."),
+    max_parents: int = typer.Option(defaults.MAX_PARENTS, "--max-parents",
+                                    help="parent-child: parents to return (1 to 1000)."),
+    merge_threshold: float = typer.Option(defaults.MERGE_THRESHOLD, "--merge-threshold",
+                                          help="auto-merge: merge when hit children / children >= this, in (0, 1]."),
+    max_tokens: int = typer.Option(None, "--max-tokens", help="Assemble at most this many tokens of context."),
+    filter_json: str = typer.Option(None, "--filter", help='Metadata containment filter, e.g. \'{"lang": "ja"}\'.'),
+    lexical_weight: float = typer.Option(defaults.LEXICAL_WEIGHT, "--lexical-weight",
+                                         help="Weight of lexical overlap in the score, in [0, 1] (0 = vector only)."),
+    min_relative_score: float = typer.Option(None, "--min-relative-score",
+                                             help="Drop hits below this share of the best hit's score, in (0, 1]."),
+    model: str = typer.Option(None, "--model",
+                              help="Embedding model (default: the one the collection recorded); another model than "
+                                   "the collection's is refused."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object for scripts."),
+) -> None:
+    """Ask a question; print the contexts and why each was returned (expanded or merged).
+
+    A collection that does not exist is an error naming the existing ones (exit 1).
+
+    \b
+    Examples:
+        hrag query "How do I rotate the keys?" -c manuals
+        hrag query "BYOD obligations" --mode auto-merge -c security
+        hrag query "BYOD obligations" -c security --max-tokens 2000     (auto mode)
+        hrag query "leave rules" --filter '{"lang": "en"}' --json
+        hrag query -c tools -- "--track-origins: what does it show?"     (text starting with -)
+    """
+    from .. import settings
+    from ..api import check_question
+
+    chosen = _chosen_mode(mode, max_tokens)
+    in_use = chosen if mode is not None else \
+        f"{chosen} (the mode {'with --max-tokens' if max_tokens is not None else 'without --max-tokens'})"
+    _refuse_options_of_other_modes(ctx, "--mode", chosen, in_use, {
+        "max_parents": ("--max-parents", ("parent-child",)),
+        "merge_threshold": ("--merge-threshold", ("auto-merge",)),
+    })
+    mode = chosen
+    check_question(text)
+    if top_k is not None:
+        limits.check_count(top_k, "--top-k")
+    limits.check_count(max_parents, "--max-parents")
+    check_fraction(merge_threshold, "--merge-threshold", zero_allowed=False)
+    check_fraction(lexical_weight, "--lexical-weight", zero_allowed=True)
+    check_fraction(min_relative_score, "--min-relative-score", zero_allowed=False)
+    if max_tokens is not None:
+        limits.check_count(max_tokens, "--max-tokens", maximum=limits.MAX_CONTEXT_TOKENS)
+    filter_value = _parse_filter(filter_json)
+    hrag = core.open_hrag(model)
+    check_collection(hrag, collection)
+    options: dict[str, Any] = {"collection": collection, "filter": filter_value, "lexical_weight": lexical_weight,
+                               "min_relative_score": min_relative_score}
+    given = {"top_k": top_k, "max_tokens": max_tokens, "max_parents": max_parents if mode == "parent-child" else None,
+             "merge_threshold": merge_threshold if mode == "auto-merge" else None}
+    options.update({name: value for name, value in given.items() if value is not None})
+    context = hrag.context(text, settings.for_mode(mode, **options))
+    if as_json:
+        payload: dict[str, Any] = {"mode": mode, "results": [result_json(r) for r in context.results]}
+        if max_tokens is not None:
+            payload["total_tokens"] = context.total_tokens
+            payload["dropped"] = [result_json(r) for r in context.dropped]
+        print_json(payload)
+        return
+    print_results(context.results)
+    if context.dropped:
+        console.print(styled((f"dropped {len(context.dropped)} results over the {max_tokens}-token budget:",
+                              "yellow"), " " + ", ".join(" › ".join(r.heading_path[-2:]) for r in context.dropped)))
+
+
+def _parse_filter(filter_json: str | None) -> dict[str, Any] | None:
+    if filter_json is None:
+        return None
+    try:
+        value = json.loads(filter_json)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--filter is not valid JSON ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"--filter must be a JSON object, got a JSON {type(value).__name__}")
+    return value
+
+
+# ------------------------------------------------------------ show/delete/stats
+
+
+@app.command("show")
+@clear_errors
+def show_cmd(
+    node_id: str = typer.Argument(..., help="A node id (from `hrag query`)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Show one node: where it sits in its tree, its children, and its full text.
+
+    \b
+    Examples:
+        hrag show 0193c1d2-7a7e-7c3e-9f55-2f1e6a0b9c41
+        hrag show 0193c1d2-7a7e-7c3e-9f55-2f1e6a0b9c41 --json
+    """
+    import uuid
+
+    try:
+        parsed = uuid.UUID(node_id)
+    except ValueError:
+        raise ValueError(f"{node_id!r} is not a node id (a UUID)") from None
+    hrag = core.open_hrag()
+    node = hrag.repository.get_node(parsed)
+    if node is None:
+        raise HragError(f"no node {node_id} in this database")
+    children = hrag.repository.children(parsed)
+    full_text = hrag.repository.node_text(parsed)
+    if as_json:
+        print_json({**node.model_dump(mode="json"), "full_text": full_text,
+                    "children": [{"id": str(c.id), "kind": c.kind, "title": c.title} for c in children]})
+        return
+    console.print(styled((" › ".join(node.heading_path), "bold cyan"),
+                         f"  ({node.kind}, depth {node.depth}, {plural(node.child_count, 'child', 'children')}, "
+                         f"collection {node.collection})"))
+    for c in children:
+        console.print(f"  └ {c.id}  {c.kind}  {c.title or c.content[:60]!s}")
+    console.print()
+    console.print(full_text or "")
+
+
+@app.command("delete")
+@clear_errors
+def delete_cmd(
+    source: str = typer.Argument(..., help="The source (path as ingested) to delete."),
+    collection: str = typer.Option("default", "--collection", "-c", help="Its collection."),
+) -> None:
+    """Delete a source and its whole tree (one transaction).
+
+    \b
+    Examples:
+        hrag delete docs/old.md -c manuals
+    """
+    hrag = core.open_hrag()
+    if not hrag.delete(source, collection):
+        elsewhere = hrag.repository.collections_of(source)
+        where = (f"; it is stored in collection{'s' if len(elsewhere) > 1 else ''} "
+                 + ", ".join(repr(c) for c in elsewhere) + " (pass --collection)") if elsewhere else \
+            "; `hrag sources` lists what is stored"
+        raise HragError(f"no source {source!r} in collection {collection!r}{where}")
+    console.print(f"deleted {source}")
+
+
+@app.command("sources")
+@clear_errors
+def sources_cmd(
+    collection: str = typer.Option(None, "--collection", "-c", help="Only this collection."),
+    rename_from_paths: list[Path] = typer.Option(
+        None, "--rename-from-paths",
+        help="Migrate documents ingested under the old naming (the path as typed) to today's names for the "
+             "files under this path (repeatable); reuses their embeddings, one transaction each."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="With --rename-from-paths: only show the plan."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """List the stored documents: source, collection, nodes, last update."""
+    if dry_run and not rename_from_paths:
+        raise ValueError("--dry-run only goes with --rename-from-paths")
+    for path in rename_from_paths or []:
+        if not path.exists():
+            raise ValueError(f"{path}: no such file or directory")
+    hrag = core.open_hrag()
+    if rename_from_paths:
+        plans = hrag.rename_from_paths(rename_from_paths, collection=collection or "default", dry_run=dry_run)
+        if as_json:
+            print_json([{"path": p.path, "old": p.old, "new": p.new, "status": p.status,
+                         "embedded": p.embedded} for p in plans])
+            return
+        for p in plans:
+            arrow = f"{p.old} → {p.new}" if p.old else p.new
+            console.print(f"{p.status:9} {arrow}" + ("" if p.old else f"  ({p.path})"), highlight=False)
+        return
+    check_collection(hrag, collection)
+    rows = hrag.sources(collection)
+    models = hrag.collection_models(collection)
+    if as_json:
+        print_json([{**r.model_dump(mode="json", exclude={"metadata"}), "metadata": r.metadata,
+                     "model": _model_json(models.get(r.collection))} for r in rows])
+        return
+    if not rows:
+        console.print(styled(("no documents stored", "yellow")))
+        return
+    print_columns(["source", "collection", "nodes", "updated"],
+                  [[r.source, r.collection, f"{r.nodes:,}", r.updated_at.strftime("%Y-%m-%d %H:%M:%S %Z")]
+                   for r in rows], right={2})
+    for name in sorted({r.collection for r in rows}):
+        console.print(Text(f"collection {name}: model {_model_line(models.get(name))}"))
+
+
+@app.command("stats")
+@clear_errors
+def stats_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Documents, nodes, embedded children and storage per collection.
+
+    \b
+    Examples:
+        hrag stats
+        hrag stats --json
+    """
+    hrag = core.open_hrag()
+    stats = hrag.repository.stats()
+    if as_json:
+        print_json(stats)
+        return
+    print_columns(["collection", "documents", "nodes", "embedded", "characters", "model"],
+                  [[row["collection"], f"{row['documents']:,}", f"{row['nodes']:,}", f"{row['embedded']:,}",
+                    f"{row['characters']:,}", row["model"]["model"] if row["model"] else "(not recorded)"]
+                   for row in stats["collections"]], right={1, 2, 3, 4})
+    console.print(f"embedding dimension {stats['embedding_dim']}, {stats['total_bytes'] / 1e6:.1f} MB on disk")
+
+
+def _model_json(identity: Any) -> dict[str, Any] | None:
+    from ..collection_model import as_json
+
+    return as_json(identity) if identity is not None else None
+
+
+def _model_line(identity: Any) -> str:
+    if identity is None:
+        return "(not recorded: ingested before hrag-pg recorded models; the next ingest records it)"
+    return str(identity.describe())
+
+
+@app.command("eval")
+@clear_errors
+def eval_cmd(
+    questions: Path = typer.Argument(..., help="The question file (JSON Lines, format above)."),
+    mode: str | None = typer.Option(None, "--mode", "-m",
+                                    help="parent-child, auto-merge or auto (the budget mode: --max-tokens, default "
+                                         "2000). Default, as for query: auto with --max-tokens, else parent-child."),
+    collection: str = typer.Option(None, "--collection", "-c", help="Search only this collection."),
+    max_tokens: int = typer.Option(None, "--max-tokens", help="Assemble at most this many tokens per answer."),
+    lexical_weight: float = typer.Option(None, "--lexical-weight",
+                                         help="Weight of lexical overlap, in [0, 1] (0 = vector only)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Measure retrieval on your own questions: snippet recall, full recall, tokens, latency, per kind.
+
+    The question file is JSON Lines, one object per line (blank lines ignored):
+
+    \b
+        {"id": "q1", "kind": "narrow", "question": "...", "evidence": ["verbatim snippet", "..."]}
+
+    kind is narrow (one paragraph answers it) or broad (needs a whole section);
+    evidence lists verbatim snippets of the stored text; ids are unique.
+
+    \b
+    Examples:
+        hrag eval questions.jsonl -c manuals
+        hrag eval questions.jsonl --mode auto-merge --max-tokens 2000 --json
+        hrag eval questions.jsonl --max-tokens 1000        (auto mode)
+    """
+    from ..evaluation import evaluate, load_questions
+
+    mode = _chosen_mode(mode, max_tokens)
+    if max_tokens is not None:
+        limits.check_count(max_tokens, "--max-tokens", maximum=limits.MAX_CONTEXT_TOKENS)
+    check_fraction(lexical_weight, "--lexical-weight", zero_allowed=True)
+    if not questions.is_file():
+        raise ValueError(f"{questions}: no such file" if not questions.exists() else f"{questions}: not a file")
+    try:
+        loaded = load_questions(questions)
+    except OSError as exc:
+        raise ValueError(f"{questions}: cannot be read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{questions}: not UTF-8 text (byte offset {exc.start})") from None
+    settings: dict[str, Any] = {"collection": collection}
+    if lexical_weight is not None:
+        settings["lexical_weight"] = lexical_weight
+    hrag = core.open_hrag()
+    check_collection(hrag, collection)
+    with progress_bar() as bar:
+        task = bar.add_task("questions", total=len(loaded))
+        report = evaluate(hrag, loaded, mode=mode, max_tokens=max_tokens,
+                          progress=lambda done, total: bar.update(task, completed=done, total=total), **settings)
+    if as_json:
+        print_json(report.to_json())
+    else:
+        console.print(report.render())
+
+
+# ------------------------------------------------------------------------- demo
+
+
+@app.command("demo")
+@clear_errors
+def demo_cmd(
+    max_lines: int = typer.Option(20, "--max-lines", help="Show at most this many lines of each context."),
+) -> None:
+    """Start the database, ingest the bundled examples, and ask the seed's questions in both modes.
+
+    Exit status 1 if any answer does not have the promised shape.
+
+    \b
+    Examples:
+        hrag demo
+        HRAG_DATA_DIR=/tmp/hrag-demo hrag demo --max-lines 5
+    """
+    from rich.rule import Rule
+
+    from .. import db, demo, embedded
+
+    limits.check_count(max_lines, "--max-lines", maximum=1_000_000)
+    console.print(Rule(styled(("hrag-pg demo", "bold"))))
+    if not os.environ.get(db.ENV_URL):
+        state = embedded.start()
+        console.print(f"embedded PostgreSQL 18 + pgvector running in {state.data_dir}")
+    hrag = core.open_hrag()
+    console.print(f"database {db.redact(hrag.url)} migrated to head")
+    with progress_bar() as bar:
+        task = bar.add_task("ingesting examples", total=None)
+
+        def progress(stage: str, done: int, total: int) -> None:
+            bar.update(task, description=f"ingesting examples ({stage})", completed=done, total=total)
+
+        reports = demo.ingest_examples(hrag, progress)
+    for report in reports:
+        for r in report.results:
+            console.print(f"  {r.status:9} {Path(r.source).name} → collection {r.collection!r} "
+                          f"({plural(r.nodes, 'node')}, {r.embedded} embedded)")
+    failures = 0
+    for number, case in enumerate(demo.CASES, start=1):
+        results, ok = demo.run_case(hrag, case)
+        console.print()
+        console.print(Rule(styled((f"{number}. {case.title}", "bold")), align="left"))
+        console.print(styled((f"Q ({case.mode}, collection {case.collection}):", "bold"), f" {case.question}"))
+        console.print(styled((f"expected: {case.expectation}", "dim")))
+        if case.settings:
+            settings = ", ".join(f"{k}={v}" for k, v in case.settings.items())
+            console.print(styled((f"settings: {settings} — {case.why_settings}", "dim")))
+        print_results(results[:3], max_lines=max_lines)
+        console.print(styled(("✓ as expected", "bold green")) if ok else styled(("✗ not as expected", "bold red")))
+        failures += not ok
+    console.print()
+    console.print(Rule())
+    console.print(f"{len(demo.CASES) - failures} of {len(demo.CASES)} demo answers as expected. "
+                  "Try: hrag query \"...\" --mode auto-merge --collection security")
+    if failures:
+        raise typer.Exit(EXIT_FAILURE)
