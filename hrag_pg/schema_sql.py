@@ -44,17 +44,17 @@ _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 def read(name: str) -> str:
     """The text of one revision's frozen SQL file (``sql/revisions/``)."""
-    return resources.files("hrag_pg").joinpath("sql", REVISIONS, name).read_text(encoding="utf-8")
+    return resources.files("hrag_pg").joinpath("sql").joinpath(REVISIONS).joinpath(name).read_text(encoding="utf-8")
 
 
 def read_topic(name: str) -> str:
     """The text of one topic file (``sql/``): the current definitions."""
-    return resources.files("hrag_pg").joinpath("sql", name).read_text(encoding="utf-8")
+    return resources.files("hrag_pg").joinpath("sql").joinpath(name).read_text(encoding="utf-8")
 
 
 def names() -> list[str]:
     """The revisions' frozen SQL files shipped in the package, sorted."""
-    folder = resources.files("hrag_pg").joinpath("sql", REVISIONS)
+    folder = resources.files("hrag_pg").joinpath("sql").joinpath(REVISIONS)
     return sorted(p.name for p in folder.iterdir() if p.name.endswith(".sql"))
 
 

@@ -82,6 +82,7 @@ def _fresh_install_to_head(conn: sa.Connection) -> bool:
     upgrade to an earlier revision still runs the chain.
     """
     env = context.get_context().environment_context
+    assert env is not None
     # command.upgrade's work function is named "upgrade"; stamp and downgrade never install.
     if getattr(env.context_opts.get("fn"), "__name__", None) != "upgrade":
         return False

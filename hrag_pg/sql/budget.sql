@@ -1,3 +1,12 @@
+-- hrag-pg, budget.sql: the budget mode: hrag.retrieve (candidates -> the best non-overlapping
+-- context within max_tokens) and hrag.retrieve_hits, with the per-document
+-- candidate and row steps and _fit_budget, which fills the budget.
+--
+-- The current definitions (docs/migrations.md says how to change one); the
+-- revision that last changed each is named above it, and its file in
+-- revisions/ has the longer history.  Applied by a fresh install and by the
+-- newest revision that changes this topic (schema_sql.apply_topic).
+
 -- hrag.retrieve (last changed in revision 0012)
 -- hrag.retrieve: the candidate stage (search_hybrid, top_k vector candidates
 -- plus the lexical ones) -> the budget step, one round trip.  PL/pgSQL: the

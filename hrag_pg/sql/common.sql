@@ -1,3 +1,12 @@
+-- hrag-pg, common.sql: what every retrieval mode shares: the argument checks (a clear error
+-- instead of a wrong answer), the numeric hrag.* settings, and the document of
+-- each hit (the routing key of the per-document steps on Citus).
+--
+-- The current definitions (docs/migrations.md says how to change one); the
+-- revision that last changed each is named above it, and its file in
+-- revisions/ has the longer history.  Applied by a fresh install and by the
+-- newest revision that changes this topic (schema_sql.apply_topic).
+
 -- hrag._setting (last changed in revision 0014)
 -- hrag._setting: a setting that is not a number is refused by name (it was a
 -- bare cast error: invalid input syntax for type double precision: "x").

@@ -1,3 +1,11 @@
+-- hrag-pg, distribution.sql: hrag.distribute(): converts a single-node installation for Citus
+-- (distributes the tables by document, rewrites what Citus cannot run).
+--
+-- The current definitions (docs/migrations.md says how to change one); the
+-- revision that last changed each is named above it, and its file in
+-- revisions/ has the longer history.  Applied by a fresh install and by the
+-- newest revision that changes this topic (schema_sql.apply_topic).
+
 -- hrag.distribute (last changed in revision 0025)
 CREATE OR REPLACE FUNCTION hrag.distribute(shard_count integer DEFAULT NULL::integer) RETURNS TABLE(table_name text, distribution text, action text)
     LANGUAGE plpgsql

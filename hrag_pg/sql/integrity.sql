@@ -1,3 +1,11 @@
+-- hrag-pg, integrity.sql: hrag.check_integrity (one row per problem) and hrag.repair_integrity,
+-- which repairs per document.
+--
+-- The current definitions (docs/migrations.md says how to change one); the
+-- revision that last changed each is named above it, and its file in
+-- revisions/ has the longer history.  Applied by a fresh install and by the
+-- newest revision that changes this topic (schema_sql.apply_topic).
+
 -- hrag.check_integrity (last changed in revision 0022)
 CREATE OR REPLACE FUNCTION hrag.check_integrity() RETURNS TABLE(problem text, document_id uuid, node_id uuid, detail text)
     LANGUAGE plpgsql STABLE

@@ -1,3 +1,13 @@
+-- hrag-pg, lexical.sql: the lexical channel: a text's search terms (hrag.lexical_terms, what
+-- nodes.lexical_terms/lexical_hashes are generated from), their hashes, the
+-- IDF weights, and the term statistics per document and per collection with
+-- the trigger functions that keep the per-collection sums.
+--
+-- The current definitions (docs/migrations.md says how to change one); the
+-- revision that last changed each is named above it, and its file in
+-- revisions/ has the longer history.  Applied by a fresh install and by the
+-- newest revision that changes this topic (schema_sql.apply_topic).
+
 -- hrag.node_lexical_terms (last changed in revision 0003)
 -- Each search target's terms, computed once when the row is written (a
 -- stored generated column), so a hybrid search only intersects arrays.

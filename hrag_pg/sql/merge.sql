@@ -1,3 +1,11 @@
+-- hrag-pg, merge.sql: Auto-Merging: hit leaves are replaced by their parent where enough of
+-- its children are hit, recursively upward, and how many hits a merge takes.
+--
+-- The current definitions (docs/migrations.md says how to change one); the
+-- revision that last changed each is named above it, and its file in
+-- revisions/ has the longer history.  Applied by a fresh install and by the
+-- newest revision that changes this topic (schema_sql.apply_topic).
+
 -- hrag.sample_hits (last changed in revision 0021)
 CREATE OR REPLACE FUNCTION hrag.sample_hits(k integer, collection text DEFAULT NULL, max_share real DEFAULT 0.1)
 RETURNS integer

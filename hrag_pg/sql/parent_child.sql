@@ -1,3 +1,11 @@
+-- hrag-pg, parent_child.sql: Parent-Child (small-to-big): search the leaves, return their parents,
+-- each once, best first.
+--
+-- The current definitions (docs/migrations.md says how to change one); the
+-- revision that last changed each is named above it, and its file in
+-- revisions/ has the longer history.  Applied by a fresh install and by the
+-- newest revision that changes this topic (schema_sql.apply_topic).
+
 -- hrag.parent_child (last changed in revision 0010)
 -- hrag.parent_child: search_leaves -> the parent-child step, one round trip.
 -- The ANN step takes enough children for max_parents distinct parents in

@@ -1,3 +1,11 @@
+-- hrag-pg, reembed.sql: hrag.finish_reembed: switches a collection to the vectors an hrag
+-- reembed prepared, in one transaction.
+--
+-- The current definitions (docs/migrations.md says how to change one); the
+-- revision that last changed each is named above it, and its file in
+-- revisions/ has the longer history.  Applied by a fresh install and by the
+-- newest revision that changes this topic (schema_sql.apply_topic).
+
 -- hrag.finish_reembed (last changed in revision 0025)
 -- The switch: the prepared vectors replace the old ones for a whole
 -- collection at once, or nothing changes.

@@ -1,3 +1,12 @@
+-- hrag-pg, search.sql: the candidate stage every mode shares: hrag.search_leaves (ANN with
+-- a filtered, iterative HNSW scan) and hrag.search_hybrid (ANN plus lexical
+-- candidates, scored together).
+--
+-- The current definitions (docs/migrations.md says how to change one); the
+-- revision that last changed each is named above it, and its file in
+-- revisions/ has the longer history.  Applied by a fresh install and by the
+-- newest revision that changes this topic (schema_sql.apply_topic).
+
 -- hrag._ef_search (last changed in revision 0019)
 -- hrag._ef_search: the HNSW candidate list search_leaves uses for k hits.
 CREATE OR REPLACE FUNCTION hrag._ef_search(k integer)

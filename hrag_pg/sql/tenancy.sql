@@ -1,3 +1,11 @@
+-- hrag-pg, tenancy.sql: tenants: the collections a role sees (hrag.visible_collections, read by
+-- the policies of policies_triggers.sql), tenant roles and read-only roles.
+--
+-- The current definitions (docs/migrations.md says how to change one); the
+-- revision that last changed each is named above it, and its file in
+-- revisions/ has the longer history.  Applied by a fresh install and by the
+-- newest revision that changes this topic (schema_sql.apply_topic).
+
 -- hrag.visible_collections (last changed in revision 0005)
 -- The collections visible to the current user, or NULL if it is no tenant.
 CREATE OR REPLACE FUNCTION hrag.visible_collections()

@@ -1,3 +1,12 @@
+-- hrag-pg, text.sql: a node's full text: hrag.node_text (by node, and by document and node for
+-- Citus), the range concatenation behind it, and the node rows with their full
+-- text that parent-child, auto-merge and the budget mode return.
+--
+-- The current definitions (docs/migrations.md says how to change one); the
+-- revision that last changed each is named above it, and its file in
+-- revisions/ has the longer history.  Applied by a fresh install and by the
+-- newest revision that changes this topic (schema_sql.apply_topic).
+
 -- hrag.node_text (last changed in revision 0010)
 -- hrag.node_text(node_id): the node's (document, range) first, then its text
 -- by a statement of its own (on Citus the lookup by bare id asks every shard,

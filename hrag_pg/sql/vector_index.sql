@@ -1,3 +1,11 @@
+-- hrag-pg, vector_index.sql: the HNSW index over nodes.embedding: its state as check_integrity
+-- reports it, and its (re)creation after a bulk load or a crash.
+--
+-- The current definitions (docs/migrations.md says how to change one); the
+-- revision that last changed each is named above it, and its file in
+-- revisions/ has the longer history.  Applied by a fresh install and by the
+-- newest revision that changes this topic (schema_sql.apply_topic).
+
 -- hrag._vector_index_state (last changed in revision 0006)
 -- 'valid' (a usable HNSW index on nodes.embedding), 'invalid' (only a failed
 -- or unfinished build), or 'missing'.

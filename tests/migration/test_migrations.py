@@ -110,7 +110,7 @@ def test_every_revision_file_is_applied_by_exactly_one_revision() -> None:
         for name in _sql_files_named_in(revision):
             if name not in schema_sql.topic_names():
                 uses[name] = uses.get(name, 0) + 1
-    assert sorted(uses) == schema_sql.names(), "files in sql/revisions/ without a revision, or revisions naming missing files"
+    assert sorted(uses) == schema_sql.names(), "files in sql/revisions/ without a revision, or naming missing files"
     assert {name for name, count in uses.items() if count != 1} == set()
 
 
