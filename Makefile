@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-pg16 test-distributed lint check-docs docs schema bench clean
+.PHONY: install demo test test-pg16 test-distributed lint check-docs docs bench clean
 
 # (setuptools >= 80 prints an informational notice for every editable install: nothing to act on, so filtered.)
 $(BIN)/.installed: pyproject.toml
@@ -49,9 +49,6 @@ docs: install  ## the documentation site (mkdocs.yml) into site/, strictly: a wa
 lint: install  ## ruff (pinned rules in pyproject.toml) on the code, mypy on the shipped package
 	$(BIN)/ruff check hrag_pg tests bench tools
 	$(BIN)/mypy hrag_pg
-
-schema: install  ## regenerate hrag_pg/sql/schema.sql (the head schema) after adding a revision
-	$(BIN)/python -m hrag_pg.schema_dump
 
 bench: install  ## small benchmark against LlamaIndex and LangChain (minutes); see bench/README.md
 	bash bench/setup_peers.sh

@@ -14,9 +14,9 @@ from typing import Any
 
 from .errors import InvalidArgument
 
-#: Upper bound of every count (k, parents, candidates): hrag._check_count in sql/0002_retrieval.sql.
+#: Upper bound of every count (k, parents, candidates): hrag._check_count in sql/common.sql.
 MAX_COUNT = 1000
-#: Largest token budget accepted (hrag.retrieve_hits in sql/0007_candidates_and_budget.sql).
+#: Largest token budget accepted (hrag._fit_budget in sql/budget.sql).
 MAX_CONTEXT_TOKENS = 100_000
 #: Ingestion: token sizes of children, overlaps, parents and windows.
 MAX_CHUNK_TOKENS = 100_000

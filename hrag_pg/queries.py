@@ -245,7 +245,7 @@ _AUTO_MERGE_RESULTS = ("hrag.auto_merge_hits({hits}, %(merge_threshold)s::real)"
 # Which statement a retrieval sends and with which parameters; the sync and
 # async repositories only execute what these return.
 
-#: The SQL functions' bound on counts (hrag._check_count in sql/0002_retrieval.sql).
+#: The SQL functions' bound on counts (hrag._check_count in sql/common.sql).
 MAX_COUNT = _limits.MAX_COUNT
 _REAL_MAX = 3.4028234663852886e38
 

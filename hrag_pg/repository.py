@@ -14,7 +14,7 @@ Writes follow the consistency rules listed under "Guarantees" in the README:
 * the document row is upserted ON CONFLICT (id): the id is uuid5 of
   (collection, source), so the primary key keeps sources unique, also on
   Citus where documents are distributed by id and a UNIQUE (collection,
-  source) cannot exist (see sql/0009_distributable.sql);
+  source) cannot exist (see sql/tables.sql and sql/distribution.sql);
 * writers of the same (collection, source) are serialised by a transaction
   advisory lock; writers of different sources never wait for each other;
 * children whose embedded text is unchanged keep their stored embedding

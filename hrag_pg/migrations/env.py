@@ -9,6 +9,10 @@ alembic.ini), from ``hrag migrate`` and from :mod:`hrag_pg.migrate`:
   ``HRAG_EMBEDDING_DIM``, else 384 (it only matters for the first upgrade);
 * the version table lives in the ``hrag`` schema, so a database with its own
   ``public.alembic_version`` is never touched;
+* on a database without hrag, an upgrade to head is a fresh install: the
+  topic files in ``sql/`` create the head schema directly and the version
+  table is stamped with head (:func:`_fresh_install_to_head`); any other
+  upgrade runs the revisions, whose frozen files are in ``sql/revisions/``;
 * once the last revision is downgraded, the version table and the then empty
   ``hrag`` schema are dropped too, leaving nothing of hrag behind.
 """
@@ -69,6 +73,28 @@ def _drop_schema_if_only_versions_remain(conn: sa.Connection) -> None:
         conn.execute(sa.text("DROP SCHEMA hrag"))
 
 
+def _fresh_install_to_head(conn: sa.Connection) -> bool:
+    """Is this an upgrade to head on a database where hrag is not installed?
+
+    Then the head schema is created from the topic files in one step instead
+    of replaying every revision (the baseline revision, Django's "replaces"):
+    same catalog, checked by tests/migration/test_fresh_install.py.  An
+    upgrade to an earlier revision still runs the chain.
+    """
+    env = context.get_context().environment_context
+    assert env is not None
+    # command.upgrade's work function is named "upgrade"; stamp and downgrade never install.
+    if getattr(env.context_opts.get("fn"), "__name__", None) != "upgrade":
+        return False
+    head = env.script.get_current_head()
+    destination = context.get_revision_argument()
+    destinations = destination if isinstance(destination, tuple) else (destination,)
+    if head is None or destinations != (head,):
+        return False
+    installed = conn.execute(sa.text("SELECT to_regclass('hrag.config') IS NOT NULL")).scalar()
+    return not installed and not context.get_context().get_current_heads()
+
+
 def run_migrations_online() -> None:
     config.attributes["embedding_dim"] = _embedding_dim()
     url = config.attributes.get("url") or _url()
@@ -86,6 +112,9 @@ def run_migrations_online() -> None:
                     transactional_ddl=True,
                 )
                 with context.begin_transaction():
+                    if _fresh_install_to_head(conn):
+                        schema_sql.install(conn, embedding_dim=config.attributes["embedding_dim"])
+                        context.get_context().stamp(context.script, "head")
                     context.run_migrations()
                     _drop_schema_if_only_versions_remain(conn)
                 conn.commit()

@@ -16,9 +16,12 @@ down_revision = ${repr(down_revision)}
 branch_labels = ${repr(branch_labels)}
 depends_on = ${repr(depends_on)}
 
+# docs/migrations.md: edit the topic file, apply it here live, and keep the
+# previous definitions in sql/revisions/NNNN_name_downgrade.sql.
+
 
 def upgrade() -> None:
-    schema_sql.apply(op.get_bind(), "NNNN_name.sql")
+    schema_sql.apply_topic(op.get_bind(), "topic.sql")
 
 
 def downgrade() -> None:

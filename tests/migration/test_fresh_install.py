@@ -1,0 +1,112 @@
+"""A fresh install (the topic files in ``sql/``) and the revision chain give the same schema.
+
+The topic files are where each function, table and policy is read and
+changed; the frozen revision files in ``sql/revisions/`` are how existing
+installations got there.  Both must end in the same catalog, function bodies,
+comments and privileges included (``tests/schema_snapshot.py``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import pprint
+
+import psycopg
+import pytest
+
+from hrag_pg import migrate, schema_sql
+from tests.schema_snapshot import snapshot
+
+HEAD = migrate.head_revision()
+BASELINE = "0027"
+PREVIOUS = "0026"
+
+
+def _libpq(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://")
+
+
+def _version(url: str) -> str | None:
+    with psycopg.connect(_libpq(url)) as conn:
+        row = conn.execute("SELECT version_num FROM hrag.alembic_version").fetchone()
+        return row[0] if row else None
+
+
+def _diff(a: dict[str, list[tuple]], b: dict[str, list[tuple]]) -> str:
+    lines = []
+    for key in a:
+        if a[key] != b[key]:
+            lines += difflib.unified_diff(pprint.pformat(a[key], width=160).splitlines(),
+                                          pprint.pformat(b[key], width=160).splitlines(), key, key, lineterm="", n=1)
+    return "\n".join(lines[:200])
+
+
+def test_a_fresh_install_is_the_topic_files_stamped_at_head(blank_db_url: str,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    installs: list[object] = []
+    real_install = schema_sql.install
+    monkeypatch.setattr(schema_sql, "install", lambda *a, **k: installs.append(a) or real_install(*a, **k))
+    migrate.upgrade(blank_db_url, "0020")
+    assert installs == [], "an upgrade to an earlier revision runs the chain"
+    migrate.downgrade(blank_db_url, "base")
+    migrate.upgrade(blank_db_url)
+    assert len(installs) == 1
+    assert _version(blank_db_url) == HEAD
+    migrate.upgrade(blank_db_url)
+    assert len(installs) == 1, "an installed schema is never installed again"
+
+
+def test_a_fresh_install_and_the_chain_give_the_same_catalog(blank_db_url: str) -> None:
+    migrate.upgrade(blank_db_url)
+    fresh = snapshot(blank_db_url)
+    migrate.downgrade(blank_db_url, "base")
+    migrate.upgrade(blank_db_url, PREVIOUS)
+    frozen = snapshot(blank_db_url)
+    migrate.upgrade(blank_db_url, BASELINE)
+    baseline = snapshot(blank_db_url)
+    # The baseline applies the function topic files on the frozen chain's 0026:
+    # the same catalog, or a topic file is not what the revisions built.
+    assert baseline == frozen, "chain at 0027 (left) and at 0026 (right) differ:\n" + _diff(baseline, frozen)
+    migrate.upgrade(blank_db_url)
+    assert _version(blank_db_url) == HEAD
+    chain = snapshot(blank_db_url)
+    assert fresh == chain, "fresh install (left) and chain 0001..head (right) differ:\n" + _diff(fresh, chain)
+
+
+def test_downgrading_the_baseline_leaves_the_chains_previous_catalog(blank_db_url: str) -> None:
+    migrate.upgrade(blank_db_url, PREVIOUS)
+    chain_previous = snapshot(blank_db_url)
+    migrate.downgrade(blank_db_url, "base")
+    migrate.upgrade(blank_db_url)  # fresh install
+    migrate.downgrade(blank_db_url, PREVIOUS)
+    assert _version(blank_db_url) == PREVIOUS
+    after = snapshot(blank_db_url)
+    assert after == chain_previous, "downgraded fresh install (left) and chain 0026 (right):\n" + _diff(
+        after, chain_previous)
+
+
+def test_a_fresh_install_honours_the_embedding_dimension(blank_db_url: str) -> None:
+    migrate.upgrade(blank_db_url, embedding_dim=12)
+    with psycopg.connect(_libpq(blank_db_url)) as conn:
+        assert conn.execute("SELECT embedding_dim FROM hrag.config").fetchone() == (12,)
+        types = conn.execute(
+            "SELECT attrelid::regclass::text, format_type(atttypid, atttypmod) FROM pg_attribute "
+            "WHERE attname = 'embedding' AND attrelid IN ('hrag.nodes'::regclass, 'hrag.reembed_nodes'::regclass) "
+            "ORDER BY 1").fetchall()
+        assert types == [("hrag.nodes", "vector(12)"), ("hrag.reembed_nodes", "vector(12)")]
+
+
+def test_the_topic_files_hold_every_function_once(db_url: str) -> None:
+    """Each function of the head schema is created in exactly one topic file."""
+    import re
+
+    created: dict[str, list[str]] = {}
+    for name in schema_sql.TOPICS:
+        for match in re.finditer(r"^CREATE (?:OR REPLACE )?FUNCTION hrag\.(\w+)\(", schema_sql.read_topic(name), re.M):
+            created.setdefault(match.group(1), []).append(name)
+    with psycopg.connect(_libpq(db_url)) as conn:
+        rows = conn.execute("SELECT proname, count(*) FROM pg_proc WHERE pronamespace = 'hrag'::regnamespace "
+                            "GROUP BY 1").fetchall()
+    assert {name: len(files) for name, files in created.items()} == dict(rows)
+    assert all(len(set(files)) == 1 for files in created.values()), "a function split over topic files"
+    assert sorted(schema_sql.TOPICS) == schema_sql.topic_names(), "a topic file no install applies"
