@@ -12,6 +12,9 @@ import sys
 from . import operator_commands, user_commands  # noqa: F401 - importing them registers their commands
 from .core import EXIT_INTERRUPTED, app, clear_errors, report_interrupt
 
+# --help lists a user's commands first, then an operator's (stable: each module's order is kept).
+app.registered_commands.sort(key=lambda command: command.callback.__module__ != user_commands.__name__)
+
 
 def main() -> None:
     try:
