@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -158,3 +159,92 @@ def translate_migration_error(url: str) -> Iterator[None]:
                 "and create the vector extension as a superuser first."
             ) from exc
         raise
+
+
+# ------------------------------------------------------------------- policy
+# What moving a database to a revision means, decided before anything runs:
+# the CLI asks for confirmation on a downgrade and says what happened.
+
+
+@dataclass(frozen=True)
+class MigrationPlan:
+    """Moving one database from ``current`` to ``target`` (None: not installed / base)."""
+
+    url: str
+    current: str | None
+    target: str | None
+    embedding_dim: int | None
+    #: Documents and collections stored now (what a downgrade to base deletes).
+    documents: int
+    collections: int
+
+    @property
+    def direction(self) -> str:
+        """"upgrade", "downgrade" or "none"."""
+        known = revisions()
+        position = {rev: i for i, rev in enumerate(known)}
+        here = -1 if self.current is None else position.get(self.current, len(known))
+        there = -1 if self.target is None else position[self.target]
+        return "downgrade" if there < here else "upgrade" if there > here else "none"
+
+    def downgrade_warning(self) -> str:
+        """What a downgrade loses, in one sentence (for a confirmation)."""
+        where = db.redact(self.url)
+        if self.target is None:
+            return (f"downgrading {where} to base removes hrag and deletes {_plural(self.documents, 'document')} "
+                    f"in {_plural(self.collections, 'collection')}")
+        return (f"downgrading {where} from {self.current} to {self.target} removes the features of the later "
+                f"revisions ({_plural(self.documents, 'document')} stay stored)")
+
+
+def plan(revision: str = "head", *, url: str | None = None, embedding_dim: int | None = None) -> MigrationPlan:
+    """Check ``revision`` and ``embedding_dim`` against the database, and say what moving there means.
+
+    ``revision`` is head, base or a revision id; a dimension other than the
+    installed one is refused (it is fixed at the first migration), naming
+    both and the ways out.
+    """
+    from .errors import HragError
+    from .schema_sql import validate_dim
+
+    known = revisions()
+    aliases = {"head": known[-1], "base": None}
+    if revision not in aliases and revision not in known:
+        raise ValueError(f"unknown revision {revision!r}; choose head, base or one of {', '.join(known)}")
+    if embedding_dim is not None:
+        validate_dim(embedding_dim)
+    resolved = db.resolve_url(url)
+    db.check_reachable(resolved)
+    with db.engine(resolved).connect() as conn:
+        current = current_revision(conn)
+        installed_dim = db.installed_embedding_dim(conn) if current is not None else None
+        documents, collections = _stored(conn)
+    if embedding_dim is not None and installed_dim is not None and embedding_dim != installed_dim:
+        raise HragError(
+            f"this database stores {installed_dim}-dimensional vectors; the dimension is fixed when hrag is "
+            f"first installed. To use {embedding_dim}: migrate a new, empty database with --embedding-dim "
+            f"{embedding_dim}, or remove hrag here first (`hrag migrate base --yes`, deletes every document)"
+        )
+    return MigrationPlan(resolved, current, aliases.get(revision, revision), embedding_dim, documents, collections)
+
+
+def carry_out(migration: MigrationPlan) -> str | None:
+    """Run the plan; the revision the database is at afterwards."""
+    if migration.direction == "downgrade":
+        downgrade(migration.url, migration.target or "base")
+    elif migration.direction == "upgrade":
+        upgrade(migration.url, migration.target or "head", embedding_dim=migration.embedding_dim)
+    with db.engine(migration.url).connect() as conn:
+        return current_revision(conn)
+
+
+def _stored(conn: sa.Connection) -> tuple[int, int]:
+    """(documents, collections) stored, or (0, 0) before the first migration."""
+    if conn.execute(sa.text("SELECT to_regclass('hrag.documents')")).scalar() is None:
+        return 0, 0
+    row = conn.execute(sa.text("SELECT count(*), count(DISTINCT collection) FROM hrag.documents")).one()
+    return int(row[0]), int(row[1])
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word if count == 1 else word + 's'}"

@@ -112,19 +112,6 @@ def db_url(
 # ---------------------------------------------------------------------- migrate
 
 
-def _counts(url: str) -> tuple[int, int]:
-    """(documents, collections) stored, or (0, 0) before the first migration."""
-    import sqlalchemy as sa
-
-    from .. import db
-
-    with db.engine(url).connect() as conn:
-        if conn.execute(sa.text("SELECT to_regclass('hrag.documents')")).scalar() is None:
-            return 0, 0
-        row = conn.execute(sa.text("SELECT count(*), count(DISTINCT collection) FROM hrag.documents")).one()
-    return int(row[0]), int(row[1])
-
-
 @app.command("migrate")
 @clear_errors
 def migrate_cmd(
@@ -146,48 +133,17 @@ def migrate_cmd(
     """
     from .. import db, migrate
 
-    known = migrate.revisions()
-    aliases = {"head": known[-1], "base": None}
-    if revision not in aliases and revision not in known:
-        raise ValueError(f"unknown revision {revision!r}; choose head, base or one of {', '.join(known)}")
-    if embedding_dim is not None:
-        from ..schema_sql import validate_dim
-
-        validate_dim(embedding_dim)
-    target = aliases.get(revision, revision)
-    url = db.resolve_url()
-    db.check_reachable(url)
+    migration = migrate.plan(revision, embedding_dim=embedding_dim)
+    if migration.direction == "downgrade" and not yes:
+        what = migration.downgrade_warning()
+        if not sys.stdin.isatty():
+            raise ValueError(f"{what}; add --yes to confirm")
+        if not typer.confirm(f"{what}. Continue?", default=False):
+            error_line("cancelled; nothing was changed")
+            raise typer.Exit(EXIT_FAILURE)
+    reached = migrate.carry_out(migration)
+    url, current = migration.url, migration.current
     with db.engine(url).connect() as conn:
-        current = migrate.current_revision(conn)
-        installed_dim = db.installed_embedding_dim(conn) if current is not None else None
-    if embedding_dim is not None and installed_dim is not None and embedding_dim != installed_dim:
-        raise HragError(
-            f"this database stores {installed_dim}-dimensional vectors; the dimension is fixed when hrag is "
-            f"first installed. To use {embedding_dim}: migrate a new, empty database with --embedding-dim "
-            f"{embedding_dim}, or remove hrag here first (`hrag migrate base --yes`, deletes every document)"
-        )
-    position = {rev: i for i, rev in enumerate(known)}
-    here = -1 if current is None else position.get(current, len(known))
-    there = -1 if target is None else position[target]
-    if there < here:
-        documents, collections = _counts(url)
-        if target is None:
-            what = (f"downgrading {db.redact(url)} to base removes hrag and deletes "
-                    f"{plural(documents, 'document')} in {plural(collections, 'collection')}")
-        else:
-            what = (f"downgrading {db.redact(url)} from {current} to {target} removes the features of the later "
-                    f"revisions ({plural(documents, 'document')} stay stored)")
-        if not yes:
-            if not sys.stdin.isatty():
-                raise ValueError(f"{what}; add --yes to confirm")
-            if not typer.confirm(f"{what}. Continue?", default=False):
-                error_line("cancelled; nothing was changed")
-                raise typer.Exit(EXIT_FAILURE)
-        migrate.downgrade(url, target or "base")
-    elif there > here:
-        migrate.upgrade(url, target or "head", embedding_dim=embedding_dim)
-    with db.engine(url).connect() as conn:
-        reached = migrate.current_revision(conn)
         dim = db.installed_embedding_dim(conn) if reached is not None else None
     if reached is None:
         console.print(f"hrag removed from {db.redact(url)} (at base)")
