@@ -14,7 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
-from hrag_pg import db, embedded, migrate
+from hrag_pg import db, embedded_server, migrate
 
 ENV_URL = "HRAG_BENCH_DATABASE_URL"
 
@@ -35,7 +35,7 @@ def maintenance_url(data_dir: Path) -> str:
     external = os.environ.get(ENV_URL)
     if external:
         return db.libpq_url(external)
-    server = embedded.start(data_dir)
+    server = embedded_server.start(data_dir)
     return server.url(driver=False, database="postgres")
 
 

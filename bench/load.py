@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common
 from budget import budget_database
 
-from hrag_pg import embedded
+from hrag_pg import embedded_server
 
 TABLE = "public.hrag_bench_load_questions"
 STATEMENTS = {
@@ -51,7 +51,7 @@ def pgbench(url: str, script: str, clients: int, seconds: int, options: str) -> 
     with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as f:
         f.write(script)
     env = dict(os.environ, PGOPTIONS=options)
-    out = subprocess.run([str(embedded.bin_dir() / "pgbench"), "-n", "-f", f.name, "-c", str(clients),
+    out = subprocess.run([str(embedded_server.bin_dir() / "pgbench"), "-n", "-f", f.name, "-c", str(clients),
                           "-j", str(min(clients, 2)), "-T", str(seconds), url],
                          capture_output=True, text=True, env=env, check=True, timeout=seconds + 120).stdout
     os.unlink(f.name)

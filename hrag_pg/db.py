@@ -59,11 +59,11 @@ def resolve_url(url: str | None = None, *, start_embedded: bool = True) -> str:
     url = url or os.environ.get(ENV_URL) or None
     if url:
         return sqlalchemy_url(url.strip())
-    from . import embedded
+    from . import embedded_server
 
     if start_embedded:
-        return embedded.start().url()
-    return embedded.status().url()
+        return embedded_server.start().url()
+    return embedded_server.status().url()
 
 
 def _register_vector(dbapi_connection: psycopg.Connection, _record: object) -> None:

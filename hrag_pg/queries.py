@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as _np
 
+from . import argument_limits as _limits
 from . import defaults
-from . import limits as _limits
 from .errors import InvalidArgument
 from .models import RetrievalResult, SearchHit
 

@@ -33,7 +33,7 @@ import pytest
 from pytest_postgresql import factories
 from pytest_postgresql.executors import NoopExecutor
 
-from hrag_pg import embedded, migrate
+from hrag_pg import embedded_server, migrate
 
 TEST_DB = "hrag_test"
 TEMPLATE_DB = f"{TEST_DB}_tmpl"  # NoopExecutor.template_dbname
@@ -106,10 +106,10 @@ def server_control(hrag_pg_proc: NoopExecutor) -> ServerControl | None:
         base = _embedded_base[0]
 
         def stop() -> None:
-            embedded.stop(base)
+            embedded_server.stop(base)
 
         def start() -> None:
-            embedded.start(base)
+            embedded_server.start(base)
 
         return ServerControl(f"embedded PostgreSQL in {base}", stop, start)
     major, datadir = os.environ.get("HRAG_TEST_PG_MAJOR"), os.environ.get("HRAG_TEST_PG_DATADIR")
@@ -129,11 +129,11 @@ def hrag_pg_proc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NoopExecu
         # Not under pytest's tmp dir: another pytest session on the machine makes
         # that private, and the server's unprivileged OS user would lose its data.
         base = Path(tempfile.mkdtemp(prefix="hrag-test-pg-"))
-        server = embedded.start(base)
+        server = embedded_server.start(base)
         _embedded_base[:] = [base]
         assert server.socket_dir is not None
         proc = NoopExecutor(
-            host=str(server.socket_dir), port=5432, user=embedded.SUPERUSER,
+            host=str(server.socket_dir), port=5432, user=embedded_server.SUPERUSER,
             options="", dbname=TEST_DB, maintenance_dbname="postgres",
         )
     create_database(proc, TEMPLATE_DB)
@@ -148,7 +148,7 @@ def hrag_pg_proc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NoopExecu
         drop_database(proc, TEMPLATE_DB)
         if base is not None:
             _embedded_base.clear()
-            embedded.stop(base)
+            embedded_server.stop(base)
             shutil.rmtree(base, ignore_errors=True)
 
 

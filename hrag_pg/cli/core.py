@@ -22,7 +22,7 @@ from typer import _click as click  # typer vendors click: its exceptions and cla
 from typer._click import exceptions as click_exceptions
 from typer.core import TyperArgument, TyperGroup
 
-from .. import __version__, limits
+from .. import __version__, argument_limits
 from ..errors import HragError
 from .output import err_console, error_line, print_json
 
@@ -227,7 +227,7 @@ def json_object(text: str | None, option: str) -> dict[str, Any] | None:
 
 def check_fraction(value: float | None, option: str, *, zero_allowed: bool) -> None:
     if value is not None:
-        limits.check_fraction(value, option, zero_allowed=zero_allowed)
+        argument_limits.check_fraction(value, option, zero_allowed=zero_allowed)
 
 
 def check_collection(hrag: Any, collection: str | None) -> None:

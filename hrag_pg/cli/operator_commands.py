@@ -20,9 +20,9 @@ from .output import console, error_line, plural, print_json, progress_bar, style
 
 
 def _status_payload() -> dict[str, Any]:
-    from .. import embedded
+    from .. import embedded_server
 
-    state = embedded.status()
+    state = embedded_server.status()
     return {
         "data_dir": str(state.data_dir),
         "initialised": state.initialised,
@@ -43,9 +43,9 @@ def db_start(as_json: bool = typer.Option(False, "--json", help="Print the statu
         hrag db start
         HRAG_DATA_DIR=/srv/hrag hrag db start --json
     """
-    from .. import embedded
+    from .. import embedded_server
 
-    embedded.start()
+    embedded_server.start()
     payload = _status_payload()
     if as_json:
         print_json(payload)
@@ -62,9 +62,9 @@ def db_stop() -> None:
     Examples:
         hrag db stop
     """
-    from .. import embedded
+    from .. import embedded_server
 
-    console.print("stopped" if embedded.stop() else "not running")
+    console.print("stopped" if embedded_server.stop() else "not running")
 
 
 @db_app.command("status")
@@ -100,10 +100,11 @@ def db_url(
     Examples:
         psql "$(hrag db url --psql)"
     """
-    from .. import db, embedded
+    from .. import db, embedded_server
 
-    if not os.environ.get(db.ENV_URL) and not embedded.status().running:
-        error_line(f"the embedded PostgreSQL in {embedded.data_dir()} is not running: start it with `hrag db start`")
+    if not os.environ.get(db.ENV_URL) and not embedded_server.status().running:
+        error_line(f"the embedded PostgreSQL in {embedded_server.data_dir()} is not running: "
+                   "start it with `hrag db start`")
         raise typer.Exit(EXIT_NOT_RUNNING)
     url = db.resolve_url(start_embedded=False)
     print(db.libpq_url(url) if psql else url)

@@ -12,7 +12,7 @@ from rich.text import Text
 from typer import _click as click  # typer vendors click: its exceptions and classes, not click's
 from typer._click.core import ParameterSource
 
-from .. import defaults, limits
+from .. import argument_limits, defaults
 from ..errors import HragError
 from . import core
 from .core import (
@@ -107,13 +107,13 @@ def ingest_cmd(
     if child == "qa":
         raise ValueError("--child qa needs a question generator, which only the Python API takes: "
                          "HRAG.ingest(paths, options=IngestOptions(child='qa'), question_generator=...)")
-    limits.check_count(max_child_tokens, "--max-child-tokens", maximum=limits.MAX_CHUNK_TOKENS)
-    limits.check_nonnegative(overlap_tokens, "--overlap-tokens", maximum=limits.MAX_CHUNK_TOKENS)
+    argument_limits.check_count(max_child_tokens, "--max-child-tokens", maximum=argument_limits.MAX_CHUNK_TOKENS)
+    argument_limits.check_nonnegative(overlap_tokens, "--overlap-tokens", maximum=argument_limits.MAX_CHUNK_TOKENS)
     if overlap_tokens >= max_child_tokens:
         raise ValueError(f"--overlap-tokens ({overlap_tokens}) must be less than --max-child-tokens "
                          f"({max_child_tokens}): the overlap is embedded with each piece")
-    limits.check_count(max_parent_tokens, "--max-parent-tokens", maximum=limits.MAX_CHUNK_TOKENS)
-    limits.check_count(window_tokens, "--window-tokens", maximum=limits.MAX_CHUNK_TOKENS)
+    argument_limits.check_count(max_parent_tokens, "--max-parent-tokens", maximum=argument_limits.MAX_CHUNK_TOKENS)
+    argument_limits.check_count(window_tokens, "--window-tokens", maximum=argument_limits.MAX_CHUNK_TOKENS)
     if strategy is None or strategy in STRATEGIES:  # (an unknown one is refused below, naming the known ones)
         _refuse_options_of_other_modes(ctx, "--strategy", strategy, strategy or "the one chosen by file type", {
             "window_tokens": ("--window-tokens", ("window",))})
@@ -322,13 +322,13 @@ def query_cmd(
     mode = chosen
     check_question(text)
     if top_k is not None:
-        limits.check_count(top_k, "--top-k")
-    limits.check_count(max_parents, "--max-parents")
+        argument_limits.check_count(top_k, "--top-k")
+    argument_limits.check_count(max_parents, "--max-parents")
     check_fraction(merge_threshold, "--merge-threshold", zero_allowed=False)
     check_fraction(lexical_weight, "--lexical-weight", zero_allowed=True)
     check_fraction(min_relative_score, "--min-relative-score", zero_allowed=False)
     if max_tokens is not None:
-        limits.check_count(max_tokens, "--max-tokens", maximum=limits.MAX_CONTEXT_TOKENS)
+        argument_limits.check_count(max_tokens, "--max-tokens", maximum=argument_limits.MAX_CONTEXT_TOKENS)
     filter_value = _parse_filter(filter_json)
     hrag = core.open_hrag(model)
     check_collection(hrag, collection)
@@ -538,7 +538,7 @@ def eval_cmd(
 
     mode = _chosen_mode(mode, max_tokens)
     if max_tokens is not None:
-        limits.check_count(max_tokens, "--max-tokens", maximum=limits.MAX_CONTEXT_TOKENS)
+        argument_limits.check_count(max_tokens, "--max-tokens", maximum=argument_limits.MAX_CONTEXT_TOKENS)
     check_fraction(lexical_weight, "--lexical-weight", zero_allowed=True)
     if not questions.is_file():
         raise ValueError(f"{questions}: no such file" if not questions.exists() else f"{questions}: not a file")
@@ -582,12 +582,12 @@ def demo_cmd(
     """
     from rich.rule import Rule
 
-    from .. import db, demo, embedded
+    from .. import db, demo, embedded_server
 
-    limits.check_count(max_lines, "--max-lines", maximum=1_000_000)
+    argument_limits.check_count(max_lines, "--max-lines", maximum=1_000_000)
     console.print(Rule(styled(("hrag-pg demo", "bold"))))
     if not os.environ.get(db.ENV_URL):
-        state = embedded.start()
+        state = embedded_server.start()
         console.print(f"embedded PostgreSQL 18 + pgvector running in {state.data_dir}")
     hrag = core.open_hrag()
     console.print(f"database {db.redact(hrag.url)} migrated to head")

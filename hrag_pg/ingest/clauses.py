@@ -30,8 +30,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from hrag_pg.ingest._common import TextCursor, add_child, close_sections, normalise_text
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
+from hrag_pg.ingest.tree_helpers import TextCursor, add_child, close_sections, normalise_text
 
 NUM = r"[0-9０-９〇零一二三四五六七八九十百千]+"
 _AFTER_JA = r"(?=$|[\s　（(：:「【．.、])"

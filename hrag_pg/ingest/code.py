@@ -19,8 +19,8 @@ import ast
 from typing import Any
 
 from hrag_pg.errors import IngestError
-from hrag_pg.ingest._common import TextCursor, add_child, normalise_text
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
+from hrag_pg.ingest.tree_helpers import TextCursor, add_child, normalise_text
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 

@@ -30,7 +30,8 @@ import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-from hrag_pg.ingest._common import (
+from hrag_pg.ingest.tree import DocumentTree, DraftNode
+from hrag_pg.ingest.tree_helpers import (
     MENU_CONTAINER_KEY,
     MENU_KIND,
     add_leaf,
@@ -39,7 +40,6 @@ from hrag_pg.ingest._common import (
     lone_title,
     open_section,
 )
-from hrag_pg.ingest.tree import DocumentTree, DraftNode
 
 _IGNORED = frozenset({"script", "style", "head", "noscript", "template", "svg", "iframe"})
 #: ARIA landmarks that are ``<nav>`` by another name (Sphinx's sidebar and "related" bar).

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from hrag_pg.errors import IngestError
-from hrag_pg.ingest._common import has_leaf_text
 from hrag_pg.ingest.clauses import looks_like_clauses, parse_clauses
 from hrag_pg.ingest.code import parse_python
 from hrag_pg.ingest.html import parse_html
@@ -24,6 +23,7 @@ from hrag_pg.ingest.markdown import parse_markdown
 from hrag_pg.ingest.pages import extract_pdf_pages, parse_pages_text, parse_pdf
 from hrag_pg.ingest.rst import parse_rst
 from hrag_pg.ingest.tree import DocumentTree
+from hrag_pg.ingest.tree_helpers import has_leaf_text
 from hrag_pg.ingest.window import parse_window
 
 STRATEGIES = ("headings", "clauses", "pages", "code", "window")

@@ -53,10 +53,10 @@ from __future__ import annotations
 
 import re
 
-from hrag_pg.ingest._common import MENU_KIND, LineReader, directive_kind, lone_title, only_links
-from hrag_pg.ingest._common import is_blank as _is_blank
 from hrag_pg.ingest.plaintext import PlainHeadings
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
+from hrag_pg.ingest.tree_helpers import MENU_KIND, LineReader, directive_kind, lone_title, only_links
+from hrag_pg.ingest.tree_helpers import is_blank as _is_blank
 
 _FENCE_RE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
 _HEADING_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")

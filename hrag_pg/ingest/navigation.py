@@ -9,7 +9,7 @@ its HTML ``section-toc`` lists and ``table.menu``) repeats the titles of the
 sections it lists.  Embedded under its own heading path, an entry such as
 "Thread Safety" looks like the perfect answer to "Is libffi thread safe?"
 and outranks the section that answers.  The readers give such leaves the kind
-:data:`~hrag_pg.ingest._common.MENU_KIND`; :func:`demote_navigation` joins each
+:data:`~hrag_pg.ingest.tree_helpers.MENU_KIND`; :func:`demote_navigation` joins each
 run of them into one block and stores it as a markup leaf in place: kept, so
 the document's text stays whole and its section returns it, but neither
 embedded nor searched (like the link definitions of
@@ -36,14 +36,14 @@ document is searched, its menus and lone headings stay search targets.
 
 from __future__ import annotations
 
-from ._common import MENU_CONTAINER_KEY, MENU_KIND
 from .tree import MARKUP_KIND, DocumentTree, DraftNode
+from .tree_helpers import MENU_CONTAINER_KEY, MENU_KIND
 
 #: A title between two menus is at most this many words.
 _TITLE_WORDS = 12
 #: A list item that is content (see join_menu_runs).
 ITEM_KIND = "item"
-#: A heading's node (hrag_pg.ingest._common.open_section); a leaf of this kind is a heading alone.
+#: A heading's node (hrag_pg.ingest.tree_helpers.open_section); a leaf of this kind is a heading alone.
 SECTION_KIND = "section"
 #: Leaves that are never search targets of their own.
 _NOT_SEARCHED = frozenset({MARKUP_KIND, "qa"})

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import hashlib
 
-from ._common import MENU_KIND
 from .tokens import DEFAULT_COUNTER, TokenCounter
 from .tree import DocumentTree, DraftNode
+from .tree_helpers import MENU_KIND
 
 #: Leaf kinds a pack may contain.
 PACKABLE_KINDS = frozenset({"paragraph", "item", "code", "table"})

@@ -15,8 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from hrag_pg.errors import IngestError
-from hrag_pg.ingest._common import TextCursor, add_child, block_spans, normalise_text
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
+from hrag_pg.ingest.tree_helpers import TextCursor, add_child, block_spans, normalise_text
 
 
 def build_pages(pages: list[str], source: str, *, title: str | None = None) -> DocumentTree:

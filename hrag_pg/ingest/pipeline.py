@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .. import limits
+from ..argument_limits import MAX_CHUNK_TOKENS, MAX_COUNT, check_count, check_nonnegative
 from .children import (
     QuestionGenerator,
     add_qa_children,
@@ -23,10 +23,10 @@ from .children import (
 )
 from .flatten import FlatDocument, flatten
 from .groups import group_wide_parents
-from .limits import enforce_parent_limit
 from .loaders import load_document
 from .navigation import demote_navigation, join_menu_runs
 from .packing import join_lead_ins, pack_short_leaves
+from .parent_size import enforce_parent_limit
 from .tokens import DEFAULT_COUNTER, CachedCounter, TokenCounter
 from .tree import DocumentTree
 
@@ -73,17 +73,17 @@ class IngestOptions:
             raise ValueError(f"unknown strategy {self.strategy!r}; choose one of {', '.join(STRATEGIES)}")
         if self.child not in CHILD_STRATEGIES:
             raise ValueError(f"unknown child strategy {self.child!r}; choose one of {', '.join(CHILD_STRATEGIES)}")
-        # The same ranges as the CLI's options (hrag_pg/limits.py), named as Python spells them.
-        limits.check_count(self.max_child_tokens, "max_child_tokens", maximum=limits.MAX_CHUNK_TOKENS)
-        limits.check_nonnegative(self.overlap_tokens, "overlap_tokens", maximum=limits.MAX_CHUNK_TOKENS)
+        # The same ranges as the CLI's options (hrag_pg/argument_limits.py), named as Python spells them.
+        check_count(self.max_child_tokens, "max_child_tokens", maximum=MAX_CHUNK_TOKENS)
+        check_nonnegative(self.overlap_tokens, "overlap_tokens", maximum=MAX_CHUNK_TOKENS)
         if self.overlap_tokens >= self.max_child_tokens:
             # the overlap is embedded with each piece: as long as a piece, it would double what the model reads
             raise ValueError(f"overlap_tokens ({self.overlap_tokens}) must be less than max_child_tokens "
                              f"({self.max_child_tokens})")
-        limits.check_count(self.max_parent_tokens, "max_parent_tokens", maximum=limits.MAX_CHUNK_TOKENS)
-        limits.check_count(self.window_tokens, "window_tokens", maximum=limits.MAX_CHUNK_TOKENS)
-        limits.check_count(self.group_tokens, "group_tokens", maximum=limits.MAX_CHUNK_TOKENS)
-        limits.check_nonnegative(self.group_children_over, "group_children_over", maximum=limits.MAX_COUNT)
+        check_count(self.max_parent_tokens, "max_parent_tokens", maximum=MAX_CHUNK_TOKENS)
+        check_count(self.window_tokens, "window_tokens", maximum=MAX_CHUNK_TOKENS)
+        check_count(self.group_tokens, "group_tokens", maximum=MAX_CHUNK_TOKENS)
+        check_nonnegative(self.group_children_over, "group_children_over", maximum=MAX_COUNT)
         if self.errors not in ("strict", "replace"):
             raise ValueError(f"errors must be 'strict' or 'replace', got {self.errors!r}")
         if not 0 <= self.pack_tokens <= self.max_child_tokens:

@@ -30,9 +30,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hrag_pg.ingest._common import MENU_KIND, LineReader, directive_kind, lone_title, only_links
-from hrag_pg.ingest._common import is_blank as _is_blank
 from hrag_pg.ingest.tree import MARKUP_KIND, DocumentTree, DraftNode
+from hrag_pg.ingest.tree_helpers import MENU_KIND, LineReader, directive_kind, lone_title, only_links
+from hrag_pg.ingest.tree_helpers import is_blank as _is_blank
 
 # A line of one repeated punctuation character (reStructuredText's adornment characters).
 _ADORNMENT_RE = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}[ \t]*$")

@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from hrag_pg.errors import IngestError
-from hrag_pg.ingest._common import has_leaf_text
 from hrag_pg.ingest.clauses import looks_like_clauses, parse_clauses
 from hrag_pg.ingest.code import parse_python
 from hrag_pg.ingest.html import parse_html
@@ -26,6 +25,7 @@ from hrag_pg.ingest.markdown import parse_markdown
 from hrag_pg.ingest.pages import parse_pages_text
 from hrag_pg.ingest.rst import parse_rst
 from hrag_pg.ingest.tree import DocumentTree
+from hrag_pg.ingest.tree_helpers import has_leaf_text
 from hrag_pg.ingest.window import parse_window
 
 TextFormat = Literal["markdown", "text", "html", "rst"]

@@ -13,10 +13,10 @@ blank line(s) before it (nothing for the continuation of a cut paragraph).
 
 from __future__ import annotations
 
-from hrag_pg.ingest._common import TextCursor, add_child, block_spans, normalise_text
 from hrag_pg.ingest.children import split_text
 from hrag_pg.ingest.tokens import DEFAULT_COUNTER, TokenCounter
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
+from hrag_pg.ingest.tree_helpers import TextCursor, add_child, block_spans, normalise_text
 
 
 def parse_window(

@@ -28,7 +28,7 @@ from ..api import IngestReport
 from ..models import RetrievalResult
 from ..retrievers import BaseRetriever as HragRetriever
 from ..settings import Settings
-from ._common import BOOKKEEPING_KEYS, build_retriever, document_source, facade, result_metadata
+from .adapter_support import BOOKKEEPING_KEYS, build_retriever, document_source, facade, result_metadata
 
 __all__ = ["HRAGRetriever", "to_node"]
 

@@ -10,7 +10,7 @@ import pytest
 from pgvector.psycopg import register_vector
 from pytest_postgresql.executors import NoopExecutor
 
-from hrag_pg import embedded
+from hrag_pg import embedded_server
 from tests.conftest import url_for
 from tests.sqltree import DIM, Spec, insert_tree, unit
 
@@ -195,7 +195,7 @@ SELECT title, round(score::numeric, 3) AS score, hit_ratio
 -- node_text of any node
 SELECT hrag.node_text('{b.ids["第8条"]}');
 """
-    psql = embedded.bin_dir() / "psql" if not _external(hrag_pg_proc) else "psql"
+    psql = embedded_server.bin_dir() / "psql" if not _external(hrag_pg_proc) else "psql"
     out = subprocess.run(
         [str(psql), url_for(hrag_pg_proc, conn.info.dbname, driver=False), "-At", "-v", "ON_ERROR_STOP=1"],
         input=script, capture_output=True, text=True, check=True,

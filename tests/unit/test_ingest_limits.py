@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from hrag_pg.errors import IngestError
-from hrag_pg.ingest.limits import enforce_parent_limit
 from hrag_pg.ingest.markdown import parse_markdown
+from hrag_pg.ingest.parent_size import enforce_parent_limit
 from hrag_pg.ingest.tokens import ApproximateTokenCounter
 from hrag_pg.ingest.tree import MARKUP_KIND, DocumentTree, DraftNode
 

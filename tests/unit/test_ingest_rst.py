@@ -3,11 +3,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hrag_pg.ingest._common import normalise_text
 from hrag_pg.ingest.pipeline import IngestOptions, prepare_tree
 from hrag_pg.ingest.rst import parse_rst
 from hrag_pg.ingest.tokens import ApproximateTokenCounter
 from hrag_pg.ingest.tree import MARKUP_KIND
+from hrag_pg.ingest.tree_helpers import normalise_text
 
 from .ingest_checks import FIXTURES, assert_leaves_nonempty, find
 
