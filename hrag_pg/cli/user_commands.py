@@ -329,7 +329,7 @@ def query_cmd(
     check_fraction(min_relative_score, "--min-relative-score", zero_allowed=False)
     if max_tokens is not None:
         argument_limits.check_count(max_tokens, "--max-tokens", maximum=argument_limits.MAX_CONTEXT_TOKENS)
-    filter_value = _parse_filter(filter_json)
+    filter_value = json_object(filter_json, "--filter")
     hrag = core.open_hrag(model)
     check_collection(hrag, collection)
     options: dict[str, Any] = {"collection": collection, "filter": filter_value, "lexical_weight": lexical_weight,
@@ -349,18 +349,6 @@ def query_cmd(
     if context.dropped:
         console.print(styled((f"dropped {len(context.dropped)} results over the {max_tokens}-token budget:",
                               "yellow"), " " + ", ".join(" › ".join(r.heading_path[-2:]) for r in context.dropped)))
-
-
-def _parse_filter(filter_json: str | None) -> dict[str, Any] | None:
-    if filter_json is None:
-        return None
-    try:
-        value = json.loads(filter_json)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"--filter is not valid JSON ({exc.msg} at character {exc.pos})") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"--filter must be a JSON object, got a JSON {type(value).__name__}")
-    return value
 
 
 # ------------------------------------------------------------ show/delete/stats
