@@ -17,7 +17,6 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from . import context as context_module
 from . import queries
 from .errors import HragError
 from .ingest.tokens import TokenCounter
@@ -169,7 +168,9 @@ class BaseRetriever(Generic[S]):
         budget = self.settings.max_tokens
         if budget is None:
             results = yield from self.results_flow(question, query)
-            return context_module.assemble(results, None, self.reads.token_counter(self.settings.collection))
+            counter = self.reads.token_counter(self.settings.collection)
+            counted = [r.model_copy(update={"token_count": counter.count(r.content)}) for r in results]
+            return Context(results=counted, total_tokens=sum(r.token_count for r in counted))
         if budget <= 0:
             raise ValueError(f"max_tokens must be positive, got {budget}")
         if self.settings.reranker is None:

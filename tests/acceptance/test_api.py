@@ -7,7 +7,6 @@ from collections.abc import Sequence
 
 import pytest
 
-from hrag_pg import context as context_module
 from hrag_pg.api import HRAG, AsyncHRAG
 from hrag_pg.embedding import default_model_path
 from hrag_pg.errors import EmbeddingError
@@ -128,28 +127,6 @@ def test_context_budget_keeps_whole_results_by_score_and_reports_the_rest(hrag: 
             assert any(r.content in d.content for d in context.dropped)
     kept_scores = [r.score for r in context.results]
     assert kept_scores == sorted(kept_scores, reverse=True)
-
-
-def test_greedy_budget_skips_a_big_result_but_keeps_smaller_later_ones(hrag: HRAG) -> None:
-    """Budget = the best result + the smallest other one: the two in between are skipped, the last kept.
-
-    The four parents (by score) are TLS Encryption 325 tokens, Access Control
-    Lists 356, Hardening Checklist 317, Mutual TLS 101; with 426 tokens the
-    greedy pass keeps TLS Encryption, skips the next two (each would
-    overflow) and still keeps Mutual TLS after them.
-    """
-    results = hrag.parent_child(QUESTION_EN, ParentChildSettings(max_parents=4), collection="manual")
-    counter = hrag.embedder.token_counter
-    titles = [r.heading_path[-1] for r in results]
-    sizes = [counter.count(r.content) for r in results]
-    assert titles == ["TLS Encryption", "Access Control Lists", "Hardening Checklist", "Mutual TLS"]
-    assert sizes[3] < min(sizes[1:3])  # the smallest comes last, after two bigger ones
-    budget = sizes[0] + sizes[3]
-    context = context_module.assemble(results, budget, counter)
-    assert [r.heading_path[-1] for r in context.results] == ["TLS Encryption", "Mutual TLS"]
-    assert [r.heading_path[-1] for r in context.dropped] == ["Access Control Lists", "Hardening Checklist"]
-    assert context.total_tokens == budget and context.max_tokens == budget
-    assert [r.content for r in context.results] == [results[0].content, results[3].content]  # whole, not cut
 
 
 def test_cross_encoder_reranker_loads_from_a_local_folder() -> None:
