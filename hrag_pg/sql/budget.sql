@@ -1,17 +1,25 @@
--- hrag-pg, budget.sql: the budget mode: hrag.retrieve (candidates -> the best non-overlapping
--- context within max_tokens) and hrag.retrieve_hits, with the per-document
--- candidate and row steps and _fit_budget, which fills the budget.
+-- hrag-pg, budget.sql: the budget mode: the best non-overlapping context
+-- within max_tokens, each node with the reason it was chosen.
 --
--- The current definitions (docs/migrations.md says how to change one); the
--- revision that last changed each is named above it, and its file in
--- revisions/ has the longer history.  Applied by a fresh install and by the
--- newest revision that changes this topic (schema_sql.apply_topic).
+--   hrag.retrieve(question)   -> search_hybrid (search.sql) -> _retrieve_hits
+--   hrag.retrieve_hits(hits)  -> _document_ids (common.sql)  -> _retrieve_hits
+--   _retrieve_hits: the choice -> _budget_candidates_each -> _budget_candidates_document
+--                              -> _budget_rows_each -> _budget_rows_document -> text.sql
+--   _fit_budget: parent-child's and auto-merge's results within a budget,
+--                falling back on _retrieve_hits for a result too large.
+-- The *_each / *_document pairs run once per document on Citus (so each
+-- statement goes to one worker) and once for all documents elsewhere.
+--
+-- Each definition is the current one, with what it is for and why it works
+-- so; "last changed in revision NNNN" points at its history (revisions/, and
+-- the measurements in docs/decisions.md).  To change one: docs/migrations.md.
 
 -- hrag.retrieve (last changed in revision 0012)
--- hrag.retrieve: the candidate stage (search_hybrid, top_k vector candidates
--- plus the lexical ones) -> the budget step, one round trip.  PL/pgSQL: the
--- hits are gathered once into arrays (a LANGUAGE sql body read its CTE three
--- times and was planned again on every call).
+-- The budget mode for a question: the candidate stage (search_hybrid, top_k
+-- vector candidates plus the lexical ones), then the budget step, in one
+-- round trip.  PL/pgSQL, so the hits are gathered once into arrays and the
+-- plan is cached: a LANGUAGE sql body would read its CTE three times and be
+-- planned again on every call.
 CREATE OR REPLACE FUNCTION hrag.retrieve(
     query          vector,
     query_text     text    DEFAULT NULL,
@@ -44,6 +52,8 @@ COMMENT ON FUNCTION hrag.retrieve(vector, text, integer, text, jsonb, integer, r
     'Budget-aware retrieval: candidates (vector + lexical) -> the best non-overlapping context within max_tokens';
 
 -- hrag.retrieve_hits (last changed in revision 0010)
+-- The budget mode for hits from anywhere (a reranker, a keyword search): the
+-- same choice as hrag.retrieve's, after looking up each hit's document.
 CREATE OR REPLACE FUNCTION hrag.retrieve_hits(
     node_ids   uuid[],
     scores     real[],
@@ -64,6 +74,17 @@ COMMENT ON FUNCTION hrag.retrieve_hits(uuid[], real[], integer) IS
     'The best non-overlapping context within max_tokens for hits from anywhere, with why each node was chosen';
 
 -- hrag._retrieve_hits (last changed in revision 0026)
+-- The choice.  Every node on a hit's path to its root is a candidate, valued
+-- by the evidence under it (hit weights exp((score - best) / sharpness)) per
+-- tokens^size_exponent, so a section most of whose children are hit can
+-- outrank its best leaf; a candidate whose share of the evidence is less
+-- than min_lift times its share of the searched text is no better than chance
+-- and is left out, so a small collection is not merged into whole documents.
+-- Candidates are taken greedily, a node replacing the taken nodes inside it;
+-- the best hits keep room in the budget, and a passage is taken only while
+-- what it adds is worth its tokens: the budget is a ceiling, not a target.
+-- The constants are hrag.auto_* settings; docs/decisions.md, "Budget mode: ..."
+-- (four sections), says why each rule and value.
 CREATE OR REPLACE FUNCTION hrag._retrieve_hits(node_ids uuid[], document_ids uuid[], scores real[], max_tokens integer) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer, reason text)
     LANGUAGE plpgsql STABLE ROWS 10
     AS $$
@@ -355,6 +376,10 @@ COMMENT ON FUNCTION hrag._retrieve_hits(uuid[], uuid[], real[], integer) IS
     'internal: the budget mode for hits with their documents, not part of the API';
 
 -- hrag._budget_candidates_document (last changed in revision 0012)
+-- The candidates of one document (doc NULL: of every document at once): one
+-- recursive climb from the hits to their roots, each node once with its
+-- summed evidence, its best hit, its hits and how many of its children lead
+-- to one.  Filtering on document_id keeps the statement on one Citus shard.
 CREATE OR REPLACE FUNCTION hrag._budget_candidates_document(doc uuid, node_ids uuid[], scores real[],
                                                  weights double precision[])
 RETURNS TABLE (node_id uuid, document_id uuid, evidence double precision, best real, hits bigint,
@@ -391,6 +416,8 @@ COMMENT ON FUNCTION hrag._budget_candidates_document(uuid, uuid[], real[], doubl
     'internal: per document (one shard on Citus; doc NULL: every document of the nodes), the budget mode''s candidates on the hits'' paths, not part of the API';
 
 -- hrag._budget_candidates_each (last changed in revision 0012)
+-- Splits the hits by document for _budget_candidates_document where
+-- hrag.nodes is distributed; elsewhere one call takes them all.
 CREATE OR REPLACE FUNCTION hrag._budget_candidates_each(node_ids uuid[], document_ids uuid[], scores real[],
                                              weights double precision[])
 RETURNS TABLE (node_id uuid, document_id uuid, evidence double precision, best real, hits bigint,
@@ -429,8 +456,10 @@ COMMENT ON FUNCTION hrag._budget_candidates_each(uuid[], uuid[], real[], double 
     'internal: hrag._budget_candidates_document for each document of the hits on Citus, once for all of them elsewhere, not part of the API';
 
 -- hrag._budget_rows_document (last changed in revision 0012)
--- picked_children: per chosen node, how many of its children lead to a hit
--- (from hrag._budget_candidates_document).
+-- The result rows of the chosen nodes of one document: their full text, the
+-- hits they absorbed (merged_from), their hit ratio and the reason they were
+-- chosen.  picked_children: per chosen node, how many of its children lead
+-- to a hit (from hrag._budget_candidates_document).
 CREATE OR REPLACE FUNCTION hrag._budget_rows_document(doc uuid, picked_ids uuid[], picked_why text[], picked_children integer[],
                                            node_ids uuid[], scores real[], over_budget boolean)
 RETURNS TABLE (node_id uuid, document_id uuid, depth integer, title text, heading_path text[],
@@ -498,6 +527,8 @@ COMMENT ON FUNCTION hrag._budget_rows_document(uuid, uuid[], text[], integer[], 
     'internal: per document (one shard on Citus; doc NULL: every document of the nodes), the chosen nodes with what they absorbed, not part of the API';
 
 -- hrag._budget_rows_each (last changed in revision 0012)
+-- Splits the chosen nodes and the hits by document for _budget_rows_document
+-- where hrag.nodes is distributed; elsewhere one call takes them all.
 CREATE OR REPLACE FUNCTION hrag._budget_rows_each(picked_ids uuid[], picked_docs uuid[], picked_why text[],
                                        picked_children integer[], node_ids uuid[], document_ids uuid[],
                                        scores real[], over_budget boolean)
@@ -545,8 +576,9 @@ COMMENT ON FUNCTION hrag._budget_rows_each(uuid[], uuid[], text[], integer[], uu
     'internal: hrag._budget_rows_document for each document of the chosen nodes on Citus, once for all of them elsewhere, not part of the API';
 
 -- hrag._fit_budget (last changed in revision 0026)
--- hrag._fit_budget: parent-child and auto-merge contexts under a token budget,
--- in the same round trip as their results.  The results are taken best first,
+-- Parent-child and auto-merge contexts under a token budget, in the same
+-- statement as their results (queries.py), so a budget costs no extra round
+-- trip.  The results are taken best first,
 -- each whole while it fits; one that does not is reported dropped and replaced
 -- by the budget mode's choice among its own hits within the tokens left
 -- (hrag._retrieve_hits), so a parent too large for the budget gives way to the

@@ -1,15 +1,17 @@
--- hrag-pg, common.sql: what every retrieval mode shares: the argument checks (a clear error
--- instead of a wrong answer), the numeric hrag.* settings, and the document of
--- each hit (the routing key of the per-document steps on Citus).
+-- hrag-pg, common.sql: what every retrieval mode shares: the argument checks
+-- (a clear error naming the argument, never a wrong answer), the numeric
+-- hrag.* settings that tune the modes, and the document of each hit, which the
+-- per-document steps of text.sql, parent_child.sql, merge.sql and budget.sql
+-- route by on Citus.
 --
--- The current definitions (docs/migrations.md says how to change one); the
--- revision that last changed each is named above it, and its file in
--- revisions/ has the longer history.  Applied by a fresh install and by the
--- newest revision that changes this topic (schema_sql.apply_topic).
+-- Each definition is the current one, with what it is for and why it works
+-- so; "last changed in revision NNNN" points at its history (revisions/, and
+-- the measurements in docs/decisions.md).  To change one: docs/migrations.md.
 
 -- hrag._setting (last changed in revision 0014)
--- hrag._setting: a setting that is not a number is refused by name (it was a
--- bare cast error: invalid input syntax for type double precision: "x").
+-- A numeric hrag.* setting (SET hrag.auto_min_lift = 3), or its default when
+-- unset.  A setting that is not a number is refused by name, since a bare
+-- cast error would not say which setting is wrong.
 CREATE OR REPLACE FUNCTION hrag._setting(name text, default_value double precision)
 RETURNS double precision
 LANGUAGE plpgsql STABLE
@@ -31,7 +33,8 @@ $$;
 COMMENT ON FUNCTION hrag._setting(text, double precision) IS 'internal: a numeric hrag.* setting or its default, not part of the API';
 
 -- hrag._check_query (last changed in revision 0002)
--- Argument checks shared by the search functions.  Errors name the argument.
+-- Argument checks shared by the search functions.  Errors name the argument
+-- and use invalid_parameter_value, so a caller can tell them from a fault.
 CREATE OR REPLACE FUNCTION hrag._check_query(query vector, filter jsonb)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -59,6 +62,8 @@ $$;
 COMMENT ON FUNCTION hrag._check_query(vector, jsonb) IS 'internal: argument check, not part of the API';
 
 -- hrag._check_count (last changed in revision 0002)
+-- A count argument (k, max_parents, ...) between 1 and max_value: a larger
+-- one would make a search or a climb scan without bound.
 CREATE OR REPLACE FUNCTION hrag._check_count(value integer, name text, max_value integer DEFAULT 1000)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -73,6 +78,8 @@ $$;
 COMMENT ON FUNCTION hrag._check_count(integer, text, integer) IS 'internal: argument check, not part of the API';
 
 -- hrag._check_hits (last changed in revision 0002)
+-- Hits given by a caller (the *_hits functions): ids and scores of the same
+-- length, without NULLs, so the modes never silently drop a hit.
 CREATE OR REPLACE FUNCTION hrag._check_hits(node_ids uuid[], scores real[])
 RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -97,6 +104,7 @@ $$;
 COMMENT ON FUNCTION hrag._check_hits(uuid[], real[]) IS 'internal: argument check, not part of the API';
 
 -- hrag._check_threshold (last changed in revision 0002)
+-- Auto-merge's threshold: a share of children, so between 0 and 1.
 CREATE OR REPLACE FUNCTION hrag._check_threshold(merge_threshold real)
 RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -112,9 +120,10 @@ $$;
 COMMENT ON FUNCTION hrag._check_threshold(real) IS 'internal: argument check, not part of the API';
 
 -- hrag._document_ids (last changed in revision 0010)
--- hrag._document_ids: the document of each node id (NULL for an unknown
--- id), in array order.  The *_hits functions take bare node ids; this is
--- their one lookup by id (on Citus a query to every shard, by the id index).
+-- The document of each node id (NULL for an unknown id), in array order.
+-- The *_hits functions take bare node ids; this is their one lookup by id
+-- (on Citus a query to every shard, by the id index), after which every
+-- step knows its document and reads one shard.
 CREATE OR REPLACE FUNCTION hrag._document_ids(node_ids uuid[])
 RETURNS uuid[]
 LANGUAGE plpgsql STABLE

@@ -1,12 +1,21 @@
--- hrag-pg, distribution.sql: hrag.distribute(): converts a single-node installation for Citus
--- (distributes the tables by document, rewrites what Citus cannot run).
+-- hrag-pg, distribution.sql: hrag.distribute(), which converts a single-node
+-- installation for Citus.  Everything else is written to run on both: keys
+-- lead with document_id and the per-document steps filter on it; only what
+-- Citus cannot run is changed here (docs/decisions.md, "Distributable keys;
+-- Citus-only conversions happen in hrag.distribute()").
 --
--- The current definitions (docs/migrations.md says how to change one); the
--- revision that last changed each is named above it, and its file in
--- revisions/ has the longer history.  Applied by a fresh install and by the
--- newest revision that changes this topic (schema_sql.apply_topic).
+-- Each definition is the current one, with what it is for and why it works
+-- so; "last changed in revision NNNN" points at its history (revisions/, and
+-- the measurements in docs/decisions.md).  To change one: docs/migrations.md.
 
 -- hrag.distribute (last changed in revision 0025)
+-- Distributes the per-document tables by document_id (co-located, so a
+-- document's rows share a shard) and makes the small ones reference tables;
+-- replaces the policies' subqueries with _collection_visible, drops the
+-- statistics triggers (the readers then sum per document) and makes
+-- node_text(document_id, node_id) and the *_document steps distributed
+-- functions, so each call runs on its document's worker.  Idempotent: it
+-- reports what it did per table.
 CREATE OR REPLACE FUNCTION hrag.distribute(shard_count integer DEFAULT NULL::integer) RETURNS TABLE(table_name text, distribution text, action text)
     LANGUAGE plpgsql
     AS $$

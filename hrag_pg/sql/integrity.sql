@@ -1,12 +1,19 @@
--- hrag-pg, integrity.sql: hrag.check_integrity (one row per problem) and hrag.repair_integrity,
--- which repairs per document.
+-- hrag-pg, integrity.sql: checking and repairing what the tree's layout
+-- depends on (tables.sql): child counts, pre-order ranges, depths, embedded
+-- leaves, the vector index (vector_index.sql) and the lexical sums
+-- (lexical.sql).  hrag.check_integrity reports one row per problem and
+-- changes nothing; hrag.repair_integrity fixes what can be recomputed from
+-- the rows, one document at a time (_repair_document).
 --
--- The current definitions (docs/migrations.md says how to change one); the
--- revision that last changed each is named above it, and its file in
--- revisions/ has the longer history.  Applied by a fresh install and by the
--- newest revision that changes this topic (schema_sql.apply_topic).
+-- Each definition is the current one, with what it is for and why it works
+-- so; "last changed in revision NNNN" points at its history (revisions/, and
+-- the measurements in docs/decisions.md).  To change one: docs/migrations.md.
 
 -- hrag.check_integrity (last changed in revision 0022)
+-- Every stored fact the modes trust without checking (child_count, seq and
+-- subtree_end, depth, an embedding on every search target, a valid HNSW
+-- index, the per-collection sums, one root per document), compared with what
+-- the rows say: a wrong range would silently return the wrong text.
 CREATE OR REPLACE FUNCTION hrag.check_integrity() RETURNS TABLE(problem text, document_id uuid, node_id uuid, detail text)
     LANGUAGE plpgsql STABLE
     AS $$
@@ -78,7 +85,8 @@ BEGIN
      WHERE n.seq IS DISTINCT FROM expected.seq OR n.subtree_end IS DISTINCT FROM expected.subtree_end
     UNION ALL
     -- every leaf below the root is a search target, but markup (text no
-    -- reader sees, such as a link's target, revision 0022)
+    -- reader sees, such as a link's target: docs/decisions.md, "Markup is
+    -- text, not a search target")
     SELECT 'leaf_without_embedding', n.document_id, n.id,
            format('%s leaf at depth %s has no embedding: re-ingest its document with --force', n.kind, n.depth)
       FROM hrag.nodes n
@@ -132,6 +140,9 @@ $$;
 COMMENT ON FUNCTION hrag.check_integrity() IS 'One row per problem: vector index, roots, child counts, pre-order ranges, depths, leaves without embedding (markup leaves excepted), term statistics';
 
 -- hrag.repair_integrity (last changed in revision 0021)
+-- Rebuilds a missing or invalid vector index, repairs each document whose
+-- facts are off (_repair_document), and rebuilds the lexical sums; returns
+-- what it fixed.  Owner only: it locks tables and rewrites rows.
 CREATE OR REPLACE FUNCTION hrag.repair_integrity() RETURNS TABLE(problem text, fixed bigint)
     LANGUAGE plpgsql
     AS $$
@@ -179,6 +190,9 @@ COMMENT ON FUNCTION hrag.repair_integrity() IS
 REVOKE ALL ON FUNCTION hrag.repair_integrity() FROM PUBLIC;
 
 -- hrag._repair_document (last changed in revision 0017)
+-- One document's child counts, pre-order ranges and depths, recomputed from
+-- parent_id and position.  Per document, so a large installation is repaired
+-- in short statements and on Citus each runs on one shard.
 CREATE OR REPLACE FUNCTION hrag._repair_document(doc uuid)
 RETURNS TABLE (wrong_child_count bigint, broken_ordering bigint, wrong_depth bigint)
 LANGUAGE plpgsql VOLATILE

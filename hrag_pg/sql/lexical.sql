@@ -1,12 +1,22 @@
--- hrag-pg, lexical.sql: the lexical channel: a text's search terms (hrag.lexical_terms, what
--- nodes.lexical_terms/lexical_hashes are generated from), their hashes, the
--- IDF weights, and the term statistics per document and per collection with
--- the trigger functions that keep the per-collection sums.
+-- hrag-pg, lexical.sql: the lexical channel of search_hybrid (search.sql).
 --
--- The current definitions (docs/migrations.md says how to change one); the
--- revision that last changed each is named above it, and its file in
--- revisions/ has the longer history.  Applied by a fresh install and by the
--- newest revision that changes this topic (schema_sql.apply_topic).
+--   lexical_terms -> node_lexical_terms, term_hash(es): the terms and hashes
+--     hrag.nodes stores as generated columns (applied before tables.sql)
+--   refresh_document_terms: a document's term counts (hrag.document_terms),
+--     rewritten in the document's own transaction
+--   _document_terms_changed, _documents_changed -> _add_term_counts,
+--     _add_collection_sizes: the statement triggers (policies_triggers.sql)
+--     that keep the per-collection sums the queries read
+--   _term_weights, _collection_size: the readers (IDF, collection size),
+--     which sum the per-document rows instead on Citus (_statistics_per_document)
+--   _keep_collection_statistics, _drop_statistics_triggers: rebuild (repair)
+--     and removal (hrag.distribute) of the sums and their triggers
+-- Why statistics per document, summed per collection by folding triggers:
+-- docs/decisions.md, "One candidate stage; IDF statistics per document".
+--
+-- Each definition is the current one, with what it is for and why it works
+-- so; "last changed in revision NNNN" points at its history (revisions/, and
+-- the measurements in docs/decisions.md).  To change one: docs/migrations.md.
 
 -- hrag.node_lexical_terms (last changed in revision 0003)
 -- Each search target's terms, computed once when the row is written (a
@@ -22,7 +32,11 @@ COMMENT ON FUNCTION hrag.node_lexical_terms(text[], text, jsonb) IS
     'The search terms stored for a node (heading path and text; the question of a QA node)';
 
 -- hrag.lexical_terms (last changed in revision 0023)
--- hrag.lexical_terms: words, CJK bigrams, and now underscore identifiers.
+-- A text's search terms, for a leaf and a question alike: English stems
+-- without stop words, character bigrams of CJK runs (no spaces to split on),
+-- and identifiers joined by underscores as one term beside their words, since
+-- the parser reads an underscore as a space and a question names them exactly
+-- (docs/decisions.md, "Identifiers joined by underscores are terms").
 CREATE OR REPLACE FUNCTION hrag.lexical_terms(input text)
 RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -61,7 +75,9 @@ COMMENT ON FUNCTION hrag.lexical_terms(text) IS
     'The distinct search terms of a text: English stems without stop words, CJK character bigrams, identifiers joined by underscores';
 
 -- hrag.term_hash (last changed in revision 0020)
--- The hash of a term, and of a leaf's terms (in their order).
+-- The hash of a term, and of a leaf's terms (in their order): the lexical
+-- rows are found and scored by 64-bit integers, which compare faster than
+-- text.  hashtextextended is kept stable across PostgreSQL versions.
 CREATE OR REPLACE FUNCTION hrag.term_hash(term text)
 RETURNS bigint
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
@@ -72,6 +88,7 @@ COMMENT ON FUNCTION hrag.term_hash(text) IS
     'The 64-bit hash of a search term, as stored in nodes.lexical_hashes';
 
 -- hrag.term_hashes (last changed in revision 0020)
+-- A leaf's term hashes, for the generated column nodes.lexical_hashes.
 CREATE OR REPLACE FUNCTION hrag.term_hashes(terms text[])
 RETURNS bigint[]
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
@@ -83,6 +100,9 @@ COMMENT ON FUNCTION hrag.term_hashes(text[]) IS
     'The hashes of search terms, in their order (nodes.lexical_hashes of nodes.lexical_terms)';
 
 -- hrag._term_weights (last changed in revision 0021)
+-- The BM25 IDF of each query term in a collection (NULL: every collection
+-- the caller sees), from the maintained document frequencies, so a question
+-- costs an index lookup per term rather than a count through the GIN index.
 CREATE OR REPLACE FUNCTION hrag._term_weights(terms text[], collection text)
 RETURNS TABLE (term text, df bigint, idf real)
 LANGUAGE plpgsql STABLE ROWS 10
@@ -123,6 +143,8 @@ $$;
 COMMENT ON FUNCTION hrag._term_weights(text[], text) IS 'internal: BM25 IDF of query terms in a collection, not part of the API';
 
 -- hrag.refresh_document_terms (last changed in revision 0021)
+-- A document's term counts after ingestion wrote its nodes, in the same
+-- transaction: writers of different documents never touch the same rows.
 CREATE OR REPLACE FUNCTION hrag.refresh_document_terms(document_id uuid)
 RETURNS void
 LANGUAGE plpgsql
@@ -194,7 +216,10 @@ COMMENT ON FUNCTION hrag._statistics_per_document() IS
     'internal: are the lexical statistics the per-document rows (hrag.document_terms distributed by Citus), not part of the API';
 
 -- hrag._add_term_counts (last changed in revision 0021)
--- Adding changes: fold the free rows of the changed keys with the change.
+-- Adds a statement's signed changes to the per-collection term counts: the
+-- rows of each changed term that no other transaction holds (SKIP LOCKED)
+-- are replaced by their sum with the change, so a writer never waits for
+-- another and a term's count is the sum of its rows.
 CREATE OR REPLACE FUNCTION hrag._add_term_counts(collections text[], terms text[], changes bigint[])
 RETURNS void
 LANGUAGE plpgsql
@@ -236,6 +261,7 @@ COMMENT ON FUNCTION hrag._add_term_counts(text[], text[], bigint[]) IS
     'internal: add signed changes to hrag.collection_terms, folding the changed terms'' free rows, not part of the API';
 
 -- hrag._add_collection_sizes (last changed in revision 0021)
+-- The same fold for the collections' sizes (search targets, stored tokens).
 CREATE OR REPLACE FUNCTION hrag._add_collection_sizes(collections text[], targets bigint[], tokens bigint[])
 RETURNS void
 LANGUAGE plpgsql
@@ -273,7 +299,9 @@ COMMENT ON FUNCTION hrag._add_collection_sizes(text[], bigint[], bigint[]) IS
     'internal: add signed changes to hrag.collection_sizes, folding the changed collections'' free rows, not part of the API';
 
 -- hrag._document_terms_changed (last changed in revision 0021)
--- The triggers: each statement's change, from its transition tables.
+-- The trigger functions: each statement's change, from its transition
+-- tables.  Statement triggers see every write (ingestion, a cascade, a
+-- user's SQL, TRUNCATE) once per statement, not once per row.
 CREATE OR REPLACE FUNCTION hrag._document_terms_changed()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -309,6 +337,7 @@ COMMENT ON FUNCTION hrag._document_terms_changed() IS
     'internal: the trigger keeping hrag.collection_terms, not part of the API';
 
 -- hrag._documents_changed (last changed in revision 0021)
+-- The same for hrag.documents: the change in the collections' sizes.
 CREATE OR REPLACE FUNCTION hrag._documents_changed()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -351,6 +380,10 @@ COMMENT ON FUNCTION hrag._documents_changed() IS
     'internal: the trigger keeping hrag.collection_sizes, not part of the API';
 
 -- hrag._keep_collection_statistics (last changed in revision 0021)
+-- Rebuilds the per-collection sums from hrag.document_terms and
+-- hrag.documents and (re)creates their triggers (repair_integrity).  Writers
+-- are held off by a table lock: deleting rows a writer is folding would
+-- count them twice.  Nothing on Citus, where the sums are not kept.
 CREATE OR REPLACE FUNCTION hrag._keep_collection_statistics()
 RETURNS void
 LANGUAGE plpgsql
@@ -392,7 +425,8 @@ COMMENT ON FUNCTION hrag._keep_collection_statistics() IS
     'internal: count the collections'' statistics afresh and (re)create the triggers that keep them (not on Citus), not part of the API';
 
 -- hrag._drop_statistics_triggers (last changed in revision 0021)
--- The triggers and today's counts; not on Citus (see above).
+-- Drops the triggers that keep the sums (hrag.distribute: Citus refuses
+-- triggers on distributed tables, and the readers then sum per document).
 CREATE OR REPLACE FUNCTION hrag._drop_statistics_triggers()
 RETURNS void
 LANGUAGE plpgsql
@@ -426,10 +460,8 @@ COMMENT ON FUNCTION hrag._drop_statistics_triggers() IS
     'internal: drop the triggers that keep the per-collection statistics (not those of a distributed table), not part of the API';
 
 -- hrag._collection_size (last changed in revision 0021)
--- The readers of the statistics, and the functions that grant, check, repair
--- and distribute them (each as at revision 0020 but for what is marked).
 -- A collection's size (NULL: every collection the caller can see): the one
--- place that knows where it is kept.
+-- place that knows where it is kept (the sums, or the documents on Citus).
 CREATE OR REPLACE FUNCTION hrag._collection_size(collections text[], OUT search_targets bigint, OUT total_tokens bigint)
 LANGUAGE plpgsql STABLE
 AS $$

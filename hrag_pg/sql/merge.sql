@@ -1,12 +1,21 @@
--- hrag-pg, merge.sql: Auto-Merging: hit leaves are replaced by their parent where enough of
--- its children are hit, recursively upward, and how many hits a merge takes.
+-- hrag-pg, merge.sql: Auto-Merging: hit leaves are replaced by their parent
+-- where enough of its children are hit, recursively upward.
 --
--- The current definitions (docs/migrations.md says how to change one); the
--- revision that last changed each is named above it, and its file in
--- revisions/ has the longer history.  Applied by a fresh install and by the
--- newest revision that changes this topic (schema_sql.apply_topic).
+--   hrag.sample_hits: how many hits a merge should take (the Python API's k)
+--   hrag.auto_merge(question) -> search_leaves (search.sql) -> _auto_merge_ranked
+--   hrag.auto_merge_hits(hits) -> _document_ids (common.sql) -> _auto_merge_ranked
+--   _auto_merge_ranked -> _auto_merge_each -> _auto_merge_document -> text.sql
+-- Budgets: _fit_budget (budget.sql).
+--
+-- Each definition is the current one, with what it is for and why it works
+-- so; "last changed in revision NNNN" points at its history (revisions/, and
+-- the measurements in docs/decisions.md).  To change one: docs/migrations.md.
 
 -- hrag.sample_hits (last changed in revision 0021)
+-- k, but at most max_share of the collection's search targets: thirty hits
+-- in a small collection land everywhere and merge it into whole documents
+-- (docs/decisions.md, "Auto-merge takes at most a tenth of a small
+-- collection as hits").  The size comes from the maintained statistics.
 CREATE OR REPLACE FUNCTION hrag.sample_hits(k integer, collection text DEFAULT NULL, max_share real DEFAULT 0.1)
 RETURNS integer
 LANGUAGE plpgsql STABLE
@@ -26,6 +35,7 @@ COMMENT ON FUNCTION hrag.sample_hits(integer, text, real) IS
     'How many hits a merge should take: k, but at most max_share of the collection''s search targets';
 
 -- hrag.auto_merge (last changed in revision 0010)
+-- Auto-merge for a question: search_leaves, then the merge, one round trip.
 CREATE OR REPLACE FUNCTION hrag.auto_merge(
     query           vector,
     top_k           integer DEFAULT 12,
@@ -54,6 +64,7 @@ COMMENT ON FUNCTION hrag.auto_merge(vector, integer, real, text, jsonb) IS
     'Auto-merging: hit leaves, replace them by their parent where hit children / children >= merge_threshold, upward';
 
 -- hrag.auto_merge_hits (last changed in revision 0010)
+-- Auto-merge for hits from anywhere, after looking up each hit's document.
 CREATE OR REPLACE FUNCTION hrag.auto_merge_hits(
     node_ids        uuid[],
     scores          real[],
@@ -75,8 +86,8 @@ COMMENT ON FUNCTION hrag.auto_merge_hits(uuid[], real[], real) IS
     'The auto-merge for hits from elsewhere (a reranker, a keyword search), with why each node was returned';
 
 -- hrag._auto_merge_ranked (last changed in revision 0010)
--- The coordinator step: the documents' results in rank order (score, then
--- the larger node, then id), as revision 0007's auto_merge_hits ranked them.
+-- The coordinator step: the documents' merged results in rank order (score,
+-- then the larger node, then id, so equal scores rank the same every time).
 CREATE OR REPLACE FUNCTION hrag._auto_merge_ranked(node_ids uuid[], document_ids uuid[], scores real[], merge_threshold real)
 RETURNS TABLE (node_id uuid, document_id uuid, depth integer, title text, heading_path text[],
                content text, score real, merged_from uuid[], hit_ratio real, rank integer,
@@ -98,6 +109,11 @@ COMMENT ON FUNCTION hrag._auto_merge_ranked(uuid[], uuid[], real[], real) IS
     'internal: the auto-merge of hits with their documents, in rank order, not part of the API';
 
 -- hrag._auto_merge_document (last changed in revision 0011)
+-- The merge in one document (doc NULL: every document): bottom-up, a parent
+-- replaces its children when at least merge_threshold of them are hit or
+-- merged (inclusive: docs/decisions.md, "Inclusive merge threshold"); its
+-- score is the best hit it absorbed.  Only the nodes on the hits' paths are
+-- read, by primary key.
 CREATE OR REPLACE FUNCTION hrag._auto_merge_document(
     doc             uuid,
     node_ids        uuid[],
@@ -206,6 +222,8 @@ COMMENT ON FUNCTION hrag._auto_merge_document(uuid, uuid[], real[], real) IS
     'internal: per document (one shard on Citus; doc NULL: every document of the nodes), the recursive auto-merge of one document''s hits, not part of the API';
 
 -- hrag._auto_merge_each (last changed in revision 0011)
+-- Splits the hits by document for _auto_merge_document where hrag.nodes is
+-- distributed (one worker each); elsewhere one call takes them all.
 CREATE OR REPLACE FUNCTION hrag._auto_merge_each(node_ids uuid[], document_ids uuid[], scores real[], merge_threshold real)
 RETURNS TABLE (node_id uuid, document_id uuid, depth integer, title text, heading_path text[],
                content text, score real, merged_from uuid[], hit_ratio real, token_count integer)

@@ -1,13 +1,18 @@
--- hrag-pg, parent_child.sql: Parent-Child (small-to-big): search the leaves, return their parents,
--- each once, best first.
+-- hrag-pg, parent_child.sql: Parent-Child (small-to-big): search the leaves,
+-- return their parents, each once, best first, none inside another.
 --
--- The current definitions (docs/migrations.md says how to change one); the
--- revision that last changed each is named above it, and its file in
--- revisions/ has the longer history.  Applied by a fresh install and by the
--- newest revision that changes this topic (schema_sql.apply_topic).
+--   hrag.parent_child(question) -> search_leaves (search.sql) -> _parent_child_hits
+--   hrag.parent_child_hits(hits) -> _document_ids (common.sql) -> _parent_child_hits
+--   _parent_child_hits -> _parents_each -> _parents_document; rows from text.sql
+-- Budgets: _fit_budget (budget.sql).
+--
+-- Each definition is the current one, with what it is for and why it works
+-- so; "last changed in revision NNNN" points at its history (revisions/, and
+-- the measurements in docs/decisions.md).  To change one: docs/migrations.md.
 
 -- hrag.parent_child (last changed in revision 0010)
--- hrag.parent_child: search_leaves -> the parent-child step, one round trip.
+-- Parent-child for a question: search_leaves, then the parent-child step,
+-- in one round trip.
 -- The ANN step takes enough children for max_parents distinct parents in
 -- all but pathological trees (at least 10 per parent asked for).
 CREATE OR REPLACE FUNCTION hrag.parent_child(
@@ -47,6 +52,8 @@ COMMENT ON FUNCTION hrag.parent_child(vector, integer, integer, text, jsonb, rea
     'Small-to-big: match the top children, return their distinct, non-overlapping parents'' full text';
 
 -- hrag.parent_child_hits (last changed in revision 0010)
+-- Parent-child for hits from anywhere (a reranker, a keyword search), after
+-- looking up each hit's document.
 CREATE OR REPLACE FUNCTION hrag.parent_child_hits(
     node_ids       uuid[],
     scores         real[],
@@ -69,8 +76,11 @@ COMMENT ON FUNCTION hrag.parent_child_hits(uuid[], real[], integer, integer) IS
     'Small-to-big for hits from elsewhere (array order is rank order); never two overlapping parents';
 
 -- hrag._parent_child_hits (last changed in revision 0010)
--- The coordinator step of parent_child_hits / parent_child (revision 0007's
--- parent_child_hits, with the hits' documents given).
+-- The coordinator step of parent_child and parent_child_hits: each hit's
+-- parent (per document), the parents in the order of their best hit, each
+-- once, a parent overlapping one already kept (inside it or around it)
+-- skipped, so no text comes back twice; at most max_parents.
+-- Scored by their best hit, with the hits that chose them (matched_children).
 CREATE OR REPLACE FUNCTION hrag._parent_child_hits(
     node_ids       uuid[],
     document_ids   uuid[],
@@ -166,6 +176,9 @@ COMMENT ON FUNCTION hrag._parent_child_hits(uuid[], uuid[], real[], integer, int
     'internal: parent-child for hits with their documents, not part of the API';
 
 -- hrag._parents_document (last changed in revision 0011)
+-- The parent of each hit in one document (doc NULL: every document).  A
+-- 'group' parent is an ingestion artefact that packs short blocks, not a
+-- section a reader knows, so its own parent is returned instead.
 CREATE OR REPLACE FUNCTION hrag._parents_document(doc uuid, node_ids uuid[], ords bigint[])
 RETURNS TABLE (document_id uuid, ord bigint, parent_id uuid, seq integer, subtree_end integer)
 LANGUAGE plpgsql STABLE
@@ -186,6 +199,8 @@ COMMENT ON FUNCTION hrag._parents_document(uuid, uuid[], bigint[]) IS
     'internal: per document (one shard on Citus; doc NULL: every document of the nodes), the parent each hit expands to, not part of the API';
 
 -- hrag._parents_each (last changed in revision 0011)
+-- Splits the hits by document for _parents_document where hrag.nodes is
+-- distributed (one worker each); elsewhere one call takes them all.
 CREATE OR REPLACE FUNCTION hrag._parents_each(node_ids uuid[], document_ids uuid[])
 RETURNS TABLE (document_id uuid, ord bigint, parent_id uuid, seq integer, subtree_end integer)
 LANGUAGE plpgsql STABLE

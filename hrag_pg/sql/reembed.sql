@@ -1,14 +1,18 @@
--- hrag-pg, reembed.sql: hrag.finish_reembed: switches a collection to the vectors an hrag
--- reembed prepared, in one transaction.
+-- hrag-pg, reembed.sql: hrag.finish_reembed, the last step of `hrag reembed`:
+-- the new vectors, prepared beside the old ones in hrag.reembed_nodes
+-- (tables.sql) while the collection stays searchable, replace them at once.
+-- docs/decisions.md, "A model per collection".
 --
--- The current definitions (docs/migrations.md says how to change one); the
--- revision that last changed each is named above it, and its file in
--- revisions/ has the longer history.  Applied by a fresh install and by the
--- newest revision that changes this topic (schema_sql.apply_topic).
+-- Each definition is the current one, with what it is for and why it works
+-- so; "last changed in revision NNNN" points at its history (revisions/, and
+-- the measurements in docs/decisions.md).  To change one: docs/migrations.md.
 
 -- hrag.finish_reembed (last changed in revision 0025)
 -- The switch: the prepared vectors replace the old ones for a whole
--- collection at once, or nothing changes.
+-- collection at once, or nothing changes, so a search never mixes two
+-- models' vectors.  A document written since its vectors were made is
+-- refused (they would be of its old text); the collection's model row
+-- takes the new model and its baseline.
 CREATE OR REPLACE FUNCTION hrag.finish_reembed(collection text) RETURNS bigint
     LANGUAGE plpgsql
     AS $$

@@ -1,14 +1,19 @@
--- hrag-pg, search.sql: the candidate stage every mode shares: hrag.search_leaves (ANN with
--- a filtered, iterative HNSW scan) and hrag.search_hybrid (ANN plus lexical
--- candidates, scored together).
+-- hrag-pg, search.sql: the one candidate stage every mode reads its hits from.
 --
--- The current definitions (docs/migrations.md says how to change one); the
--- revision that last changed each is named above it, and its file in
--- revisions/ has the longer history.  Applied by a fresh install and by the
--- newest revision that changes this topic (schema_sql.apply_topic).
+--   hrag.search_leaves: the nearest leaves by cosine (a filtered, iterative
+--     HNSW scan, ef_search from _ef_search); parent_child.sql and merge.sql.
+--   hrag.search_hybrid: the vector candidates plus the leaves holding the
+--     question's rarest terms (lexical.sql), scored together; hrag.retrieve
+--     (budget.sql) and every mode the Python API runs with a question text.
+--
+-- Each definition is the current one, with what it is for and why it works
+-- so; "last changed in revision NNNN" points at its history (revisions/, and
+-- the measurements in docs/decisions.md).  To change one: docs/migrations.md.
 
 -- hrag._ef_search (last changed in revision 0019)
--- hrag._ef_search: the HNSW candidate list search_leaves uses for k hits.
+-- The HNSW candidate list (hnsw.ef_search) a search for k hits uses: at least
+-- k, the session's own setting and the floor hrag.ef_search (100), at most
+-- pgvector's 1000.  A filtered scan with a short list misses near neighbours.
 CREATE OR REPLACE FUNCTION hrag._ef_search(k integer)
 RETURNS integer
 LANGUAGE plpgsql STABLE
@@ -30,7 +35,10 @@ COMMENT ON FUNCTION hrag._ef_search(integer) IS
     'internal: the HNSW search depth for k hits, max(hnsw.ef_search, k, hrag.ef_search (default 100)), not part of the API';
 
 -- hrag.search_leaves (last changed in revision 0019)
--- hrag.search_leaves: as in revision 0002, at the depth above.
+-- The k leaves nearest to the query vector (cosine), within a collection and
+-- a metadata filter.  The scan is iterative (hnsw.iterative_scan), so a
+-- selective filter or row-level security still yields k rows; ef_search is
+-- raised for the statement only (set_config(..., true)).
 CREATE OR REPLACE FUNCTION hrag.search_leaves(
     query      vector,
     k          integer DEFAULT 20,
@@ -111,6 +119,13 @@ COMMENT ON FUNCTION hrag.search_leaves(vector, integer, text, jsonb) IS
     'The ANN step: the k embedded nodes nearest the query (cosine), collection and metadata filters inside the HNSW scan';
 
 -- hrag.search_hybrid (last changed in revision 0026)
+-- Vector and lexical candidates, scored (1 - w) * cosine + w * IDF-weighted
+-- coverage of the question's terms.  The lexical candidates are the leaves
+-- holding its rarest terms, found through the GIN index over the whole
+-- collection and capped (rare_cap): beyond the cap they are many rows in no
+-- useful order.  The cosine reads 0 below the collection model's baseline,
+-- so every score is in [0, 1]; a NULL vector with a question text uses the
+-- lexical channel alone.  docs/decisions.md, "One candidate stage ...".
 CREATE OR REPLACE FUNCTION hrag.search_hybrid(query public.vector, query_text text, k integer DEFAULT 20, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb, lexical_weight real DEFAULT 0.3, candidates integer DEFAULT NULL::integer, min_relative_score real DEFAULT NULL::real) RETURNS TABLE(node_id uuid, parent_id uuid, document_id uuid, score real, vector_score real, lexical_score real)
     LANGUAGE plpgsql STABLE ROWS 30
     AS $$
@@ -215,8 +230,8 @@ BEGIN
     lexical_best AS (
         SELECT b.* FROM lexical_scored b ORDER BY b.lexical_score DESC, b.node_id LIMIT candidates
     ),
-    -- The vector candidates' coverage, scored here (looking it up among the
-    -- lexical rows was a nested loop over all of them for every candidate).
+    -- The vector candidates' coverage, scored here rather than looked up
+    -- among the lexical rows (a nested loop over all of them per candidate).
     vector_scored AS (
         SELECT v.node_id, v.parent_id, v.document_id, v.vector_score,
                (CASE WHEN total > 0

@@ -35,6 +35,9 @@ CREATE EXTENSION IF NOT EXISTS vector;
 
 COMMENT ON SCHEMA hrag IS 'hrag-pg: hierarchical retrieval (parent-child, auto-merging)';
 
+-- One row per ingested source: its collection, source and content_hash (what
+-- a re-ingest compares) and its size (search targets, stored tokens), which
+-- the statistics triggers sum per collection.
 CREATE TABLE hrag.documents (
     id           uuid PRIMARY KEY,
     collection   text NOT NULL DEFAULT 'default'
@@ -62,6 +65,10 @@ COMMENT ON COLUMN hrag.documents.search_targets IS
 COMMENT ON COLUMN hrag.documents.total_tokens IS
     'The document''s stored tokens (its root''s subtree_tokens): a collection''s size for hrag.retrieve_hits';
 
+-- Every node of every tree (the layout is described at the top of this
+-- file).  The primary key leads with document_id, the Citus distribution
+-- column, so every per-document step reads one shard; leaves carry the
+-- embedding and the generated lexical columns the candidate stage searches.
 CREATE TABLE hrag.nodes (
     id            uuid NOT NULL,
     -- the distribution column on Citus: every per-document step filters on it
@@ -186,9 +193,9 @@ COMMENT ON TABLE hrag.collection_sizes IS
     'Per collection, its search targets (the N of the lexical IDF) and stored tokens: the sums of its rows, kept from hrag.documents by its triggers';
 CREATE INDEX collection_sizes_collection_idx ON hrag.collection_sizes (collection)
     INCLUDE (search_targets, total_tokens);
--- Whoever may read hrag.document_terms may read the sums: revision 0021 gave
--- them to every such role, which on any installation includes the built-in
--- reader role (tenants and readers get theirs from hrag.grant_reader).
+-- Whoever may read hrag.document_terms may read the sums; on any
+-- installation that includes the built-in reader role (tenants and readers
+-- get theirs from hrag.grant_reader).
 GRANT SELECT ON hrag.collection_terms, hrag.collection_sizes TO pg_read_all_data;
 
 -- ---------------------------------------------------------------------------

@@ -1,13 +1,18 @@
--- hrag-pg, tenancy.sql: tenants: the collections a role sees (hrag.visible_collections, read by
--- the policies of policies_triggers.sql), tenant roles and read-only roles.
+-- hrag-pg, tenancy.sql: tenants.  A role bound to collections in
+-- hrag.tenant_collections sees and writes only those (the policies of
+-- policies_triggers.sql call hrag.visible_collections; on Citus
+-- _collection_visible); hrag.create_tenant_role and hrag.grant_reader make
+-- such roles and read-only ones.  docs/decisions.md, "Row-level security
+-- keyed on collection, opt-in per role".
 --
--- The current definitions (docs/migrations.md says how to change one); the
--- revision that last changed each is named above it, and its file in
--- revisions/ has the longer history.  Applied by a fresh install and by the
--- newest revision that changes this topic (schema_sql.apply_topic).
+-- Each definition is the current one, with what it is for and why it works
+-- so; "last changed in revision NNNN" points at its history (revisions/, and
+-- the measurements in docs/decisions.md).  To change one: docs/migrations.md.
 
 -- hrag.visible_collections (last changed in revision 0005)
--- The collections visible to the current user, or NULL if it is no tenant.
+-- The collections visible to the current user, or NULL if it is no tenant
+-- (then it sees everything: tenancy is opt-in per role).  Read through the
+-- tenant_collections policy, so a role sees only its own bindings.
 CREATE OR REPLACE FUNCTION hrag.visible_collections()
 RETURNS text[]
 LANGUAGE sql STABLE
@@ -18,7 +23,9 @@ COMMENT ON FUNCTION hrag.visible_collections() IS
     'The collections the current role is bound to, or NULL if it is not a tenant (sees everything)';
 
 -- hrag._is_member_of (last changed in revision 0009)
--- Policy helpers without subqueries (Citus evaluates policies on the shards).
+-- Policy helpers without subqueries: Citus evaluates policies on the shards,
+-- where a subquery on another table cannot run.  Role membership by oid, so
+-- the binding of a dropped role does not make the check fail.
 CREATE OR REPLACE FUNCTION hrag._is_member_of(role_name name)
 RETURNS boolean
 LANGUAGE sql STABLE
@@ -30,6 +37,8 @@ COMMENT ON FUNCTION hrag._is_member_of(name) IS
     'internal: is the current user a member of this role (false for a dropped role); a policy helper without subqueries';
 
 -- hrag._collection_visible (last changed in revision 0009)
+-- Whether a collection is visible to the current user: the shard-side form
+-- of the policies, installed by hrag.distribute.
 CREATE OR REPLACE FUNCTION hrag._collection_visible(collection text)
 RETURNS boolean
 LANGUAGE sql STABLE
@@ -41,6 +50,9 @@ COMMENT ON FUNCTION hrag._collection_visible(text) IS
     'internal: may the current user see this collection; the RLS policies call it on Citus (no subqueries there)';
 
 -- hrag.grant_reader (last changed in revision 0025)
+-- Read access for a reader or a tenant: the tables the modes read and
+-- execute on the functions, but not the repair functions, which rewrite
+-- rows; the policies still restrict which rows it sees.
 CREATE OR REPLACE FUNCTION hrag.grant_reader(role_name name) RETURNS void
     LANGUAGE plpgsql
     AS $$
@@ -63,6 +75,9 @@ COMMENT ON FUNCTION hrag.grant_reader(name) IS
 REVOKE ALL ON FUNCTION hrag.grant_reader(name) FROM PUBLIC;
 
 -- hrag.create_tenant_role (last changed in revision 0025)
+-- A role (created if missing) bound to its collections, reading them and,
+-- with can_write, writing and re-embedding them; the policies keep every
+-- other collection's rows out of its reach.  Calling it again adds bindings.
 CREATE OR REPLACE FUNCTION hrag.create_tenant_role(role_name name, collections text[], can_write boolean DEFAULT false) RETURNS void
     LANGUAGE plpgsql
     AS $$

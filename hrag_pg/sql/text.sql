@@ -1,14 +1,16 @@
--- hrag-pg, text.sql: a node's full text: hrag.node_text (by node, and by document and node for
--- Citus), the range concatenation behind it, and the node rows with their full
--- text that parent-child, auto-merge and the budget mode return.
+-- hrag-pg, text.sql: a node's full text and the node rows the modes return.
+-- Text is stored once, per node, and a subtree is the pre-order range
+-- seq .. subtree_end (docs/decisions.md, "Text stored once"), so a full text
+-- is one range scan (_subtree_text), which hrag.node_text and the row steps
+-- of parent_child.sql, merge.sql and budget.sql all use.  Applied before
+-- tables.sql with lexical.sql.
 --
--- The current definitions (docs/migrations.md says how to change one); the
--- revision that last changed each is named above it, and its file in
--- revisions/ has the longer history.  Applied by a fresh install and by the
--- newest revision that changes this topic (schema_sql.apply_topic).
+-- Each definition is the current one, with what it is for and why it works
+-- so; "last changed in revision NNNN" points at its history (revisions/, and
+-- the measurements in docs/decisions.md).  To change one: docs/migrations.md.
 
 -- hrag.node_text (last changed in revision 0010)
--- hrag.node_text(node_id): the node's (document, range) first, then its text
+-- A node's full text by its id: the node's (document, range) first, then its text
 -- by a statement of its own (on Citus the lookup by bare id asks every shard,
 -- the text is read from one).  Callers that know the document use
 -- hrag.node_text(document_id, node_id).
@@ -65,8 +67,9 @@ COMMENT ON FUNCTION hrag.node_text(uuid, uuid) IS
     'Full text of a node looked up with its document id (one shard on Citus); NULL if the pair is unknown';
 
 -- hrag._subtree_text (last changed in revision 0006)
--- hrag._subtree_text: the one place where a full text is assembled.
--- One range scan of the (document_id, seq) index.
+-- The one place where a full text is assembled: each node's separator and
+-- content over seq first_seq .. last_seq, one range scan of the
+-- (document_id, seq) index, so the document's original text comes back.
 CREATE OR REPLACE FUNCTION hrag._subtree_text(document_id uuid, first_seq integer, last_seq integer)
 RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE
@@ -82,6 +85,9 @@ $$;
 COMMENT ON FUNCTION hrag._subtree_text(uuid, integer, integer) IS 'internal: full text of a seq range, not part of the API';
 
 -- hrag._node_rows_document (last changed in revision 0011)
+-- The result rows of nodes in one document (doc NULL: every document).  Each
+-- text is read by _subtree_text in a statement of its own with its document
+-- given, so on Citus it is routed to the one shard that holds it.
 CREATE OR REPLACE FUNCTION hrag._node_rows_document(doc uuid, node_ids uuid[])
 RETURNS TABLE (node_id uuid, document_id uuid, depth integer, title text, heading_path text[],
                content text, token_count integer, child_count integer)
@@ -114,7 +120,8 @@ COMMENT ON FUNCTION hrag._node_rows_document(uuid, uuid[]) IS
     'internal: per document (one shard on Citus; doc NULL: every document of the nodes), nodes with their full text, not part of the API';
 
 -- hrag._node_rows_each (last changed in revision 0011)
--- Per document of document_ids (all at once on a single node), the rows of the nodes node_ids holds there.
+-- Per document of document_ids (all at once on a single node), the rows of
+-- the nodes node_ids holds there (_node_rows_document).
 CREATE OR REPLACE FUNCTION hrag._node_rows_each(node_ids uuid[], document_ids uuid[])
 RETURNS TABLE (node_id uuid, document_id uuid, depth integer, title text, heading_path text[],
                content text, token_count integer, child_count integer)

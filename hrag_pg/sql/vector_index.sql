@@ -1,10 +1,12 @@
--- hrag-pg, vector_index.sql: the HNSW index over nodes.embedding: its state as check_integrity
--- reports it, and its (re)creation after a bulk load or a crash.
+-- hrag-pg, vector_index.sql: the HNSW index over nodes.embedding, defined in
+-- one place: its state (for check_integrity), its creation (the bulk path
+-- drops and rebuilds it; repair_integrity rebuilds it after a crash) and the
+-- removal of failed builds.  A concurrent build that fails leaves an invalid
+-- index that costs writes and serves no search.
 --
--- The current definitions (docs/migrations.md says how to change one); the
--- revision that last changed each is named above it, and its file in
--- revisions/ has the longer history.  Applied by a fresh install and by the
--- newest revision that changes this topic (schema_sql.apply_topic).
+-- Each definition is the current one, with what it is for and why it works
+-- so; "last changed in revision NNNN" points at its history (revisions/, and
+-- the measurements in docs/decisions.md).  To change one: docs/migrations.md.
 
 -- hrag._vector_index_state (last changed in revision 0006)
 -- 'valid' (a usable HNSW index on nodes.embedding), 'invalid' (only a failed
@@ -25,8 +27,8 @@ $$;
 COMMENT ON FUNCTION hrag._vector_index_state() IS 'internal: valid, invalid or missing, not part of the API';
 
 -- hrag._create_vector_index (last changed in revision 0006)
--- The vector index: check and repair.
--- The one definition of the ANN index (also used by the bulk path to rebuild it).
+-- The one definition of the ANN index (cosine HNSW over embedded leaves),
+-- used by repair_integrity and by the bulk path to rebuild it.
 CREATE OR REPLACE FUNCTION hrag._create_vector_index()
 RETURNS void
 LANGUAGE plpgsql VOLATILE
@@ -40,6 +42,8 @@ COMMENT ON FUNCTION hrag._create_vector_index() IS 'internal: the HNSW index def
 REVOKE ALL ON FUNCTION hrag._create_vector_index() FROM PUBLIC;
 
 -- hrag._drop_invalid_vector_indexes (last changed in revision 0006)
+-- Drops every HNSW index on nodes that is not valid, whatever its name, so
+-- the rebuild starts clean.
 CREATE OR REPLACE FUNCTION hrag._drop_invalid_vector_indexes()
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -7,7 +7,7 @@
 -- single node that loop is pure overhead: a statement, a function call and
 -- the splitting of the hit arrays per document, where revision 0007 ran one
 -- query over all the hits (parent_child 1.88x, retrieve 1.50x slower at p50
--- on the whole pgdocs corpus: bench/results/revision-ab-0010-vs-0007-pgdocs.md).
+-- on the whole pgdocs corpus: bench/studies/results/revision-ab-0010-vs-0007-pgdocs.md).
 --
 -- What changes (same functions, same signatures, same results):
 --

@@ -10,14 +10,14 @@
 --   (about 7,000 row comparisons per question).  Each vector candidate is now
 --   scored directly: the same expression on the same row, so the same scores
 --   and rows; simpler, and no faster or slower (1.03x, within noise:
---   bench/results/revision-ab-0013-vs-0012-pgdocs.md).
+--   bench/studies/results/revision-ab-0013-vs-0012-pgdocs.md).
 -- * The default number of vector candidates is max(k, 30), not max(3 x k, 30)
 --   (this is where the time goes: fewer rows to rescore and rank).
 --   Measured with bench/candidates.py on three databases (the whole manual, 40
 --   of its files, 40 Python standard-library files): the same narrow and
 --   broad recall at 2,000 tokens for auto-merge and parent-child, and
 --   parent-child (k = 20 children, 60 candidates before) a quarter faster
---   (bench/results/candidates.md).  hrag.retrieve already passed its top_k.
+--   (bench/studies/results/candidates.md).  hrag.retrieve already passed its top_k.
 --   The Python layer's Search.candidate_count follows.
 
 -- ---------------------------------------------------------------------------

@@ -13,7 +13,7 @@
 -- hit keeps its whole value: that is a merge in auto-merge's sense, and broad
 -- questions need it (valuing every node by what it adds lost broad recall:
 -- 0.99 -> 0.80 at 2,000 tokens on the whole manual).  The share was chosen by
--- measurement on three databases (bench/results/merge-share.md).
+-- measurement on three databases (bench/studies/results/merge-share.md).
 --
 -- Also: hrag._setting refuses a setting that is not a number by name.
 

@@ -10,7 +10,7 @@
 -- taken only if the budget still holds those of them it does not contain.
 -- Once a reserved hit is inside a taken node its room is free again.  The
 -- number was chosen by measurement on three whole corpora (pgdocs, pystdlib,
--- nodejs; bench/results/reserved-hits.md): 2 and 3 gain pystdlib's narrow
+-- nodejs; bench/studies/results/reserved-hits.md): 2 and 3 gain pystdlib's narrow
 -- recall at 2,000 tokens (0.93 -> 0.97) and change nothing else; 4 and more
 -- start to cost broad recall at 1,000 tokens on pgdocs.
 

@@ -18,7 +18,7 @@
 -- what it adds.  The hits' tokens are their subtree_tokens (a hit is one of
 -- the candidates), so the rule needs no new column and no second climb, and
 -- reads the same on any tree depth.  Measured on the three whole corpora
--- (bench/results/merge-share.md), against the child share 0.4, per question:
+-- (bench/studies/results/merge-share.md), against the child share 0.4, per question:
 -- at 2,000 tokens the manual's narrow recall 0.94 -> 0.97 (n21) and broad
 -- 0.99 (b21 0.6 -> 0.8); at 1,000 tokens Node.js broad 0.85 -> 0.89 (b02,
 -- b10) and the manual's b20 0.25 -> 0.5, b12 0.75 -> 0.5; Python's library
