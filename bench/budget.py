@@ -40,7 +40,8 @@ from run import git_revision
 
 from hrag_pg import db, defaults, queries
 from hrag_pg.api import HRAG
-from hrag_pg.embedding import default_embedder, embed_queries
+from hrag_pg.embedders import default_embedder
+from hrag_pg.embedding import embed_queries
 from hrag_pg.evaluation import snippets_found, truncate_passages, truncator_for
 from hrag_pg.ingest.pipeline import IngestOptions
 

@@ -45,7 +45,7 @@ from run import git_revision  # noqa: E402
 
 from hrag_pg import db, migrate  # noqa: E402
 from hrag_pg.api import HRAG  # noqa: E402
-from hrag_pg.embedding import default_embedder  # noqa: E402
+from hrag_pg.embedders import default_embedder  # noqa: E402
 from tests.distributed.cluster import CitusCluster, find_or_build  # noqa: E402
 
 DATABASE = "hrag_bench_cluster_small"

@@ -42,7 +42,8 @@ import numpy as np
 import sqlalchemy as sa
 
 from hrag_pg import HRAG
-from hrag_pg.embedding import Embedder, embed_queries, embedder_for, model_for_texts
+from hrag_pg.embedders import embedder_for
+from hrag_pg.embedding import Embedder, embed_queries, model_for_texts
 from hrag_pg.evaluation import (
     DEFAULT_BUDGETS,
     EvalReport,

@@ -31,13 +31,13 @@ from typing_extensions import Self, Unpack
 
 from . import collection_model, db, defaults, migrate
 from .async_repository import AsyncRepository
+from .embedders import embedder_for
 from .embedding import (
     Embedder,
     ModelIdentity,
     canonical_name,
     configured_model,
     embed_queries,
-    embedder_for,
     identity_of,
     model_for_texts,
 )

@@ -30,7 +30,6 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -221,16 +220,3 @@ def model_for_texts(texts: Sequence[str]) -> str:
     if letters and cjk / letters >= CJK_SHARE_FOR_MULTILINGUAL and multilingual_available():
         return E5_Q4
     return MINILM
-
-
-@lru_cache(maxsize=8)
-def embedder_for(name: str | None = None) -> Embedder:
-    """One shared embedder per model name per process (``None``: the configured or bundled default)."""
-    from .embedders import load
-
-    return load(canonical_name(name or configured_model() or MINILM))
-
-
-def default_embedder(model: str | None = None) -> Embedder:
-    """The embedder for ``model``: :func:`embedder_for` under the name the benchmark scripts import."""
-    return embedder_for(model)

@@ -29,7 +29,7 @@ import common
 from budget import ask_all, budget_databases, measured, recall_by_kind
 
 from hrag_pg import defaults
-from hrag_pg.embedding import default_embedder
+from hrag_pg.embedders import default_embedder
 from hrag_pg.evaluation import truncator_for
 
 HERE = Path(__file__).resolve().parent

@@ -28,7 +28,7 @@ import common
 from budget import measured
 
 from hrag_pg.api import HRAG
-from hrag_pg.embedding import default_embedder
+from hrag_pg.embedders import default_embedder
 from hrag_pg.retrievers import run as run_flow
 from hrag_pg.settings import AutoMergeSettings, BudgetSettings
 

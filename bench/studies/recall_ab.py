@@ -33,7 +33,7 @@ import common
 from run import git_revision
 
 from hrag_pg import defaults
-from hrag_pg.embedding import default_embedder
+from hrag_pg.embedders import default_embedder
 from hrag_pg.evaluation import truncator_for
 
 HERE = Path(__file__).resolve().parent

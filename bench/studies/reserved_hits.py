@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the tool
 import common
 from budget import BUDGETS, ask_all, budget_databases, measured, recall_by_kind
 
-from hrag_pg.embedding import default_embedder
+from hrag_pg.embedders import default_embedder
 from hrag_pg.evaluation import truncator_for
 
 HERE = Path(__file__).resolve().parent

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the tool
 import benchdb
 import common
 
-from hrag_pg.embedding import default_embedder
+from hrag_pg.embedders import default_embedder
 
 HITS = ("ARRAY(SELECT node_id FROM hit ORDER BY score DESC, node_id), "
         "ARRAY(SELECT score FROM hit ORDER BY score DESC, node_id)")

@@ -34,7 +34,7 @@ import common
 from budget import measured
 
 from hrag_pg import db, migrate
-from hrag_pg.embedding import default_embedder
+from hrag_pg.embedders import default_embedder
 
 HERE = Path(__file__).resolve().parent
 

@@ -6,7 +6,9 @@ that embeds nothing imports none of them (and never torch).
 
 from __future__ import annotations
 
-from ..embedding import E5_Q4, MINILM, Embedder
+from functools import lru_cache
+
+from ..embedding import E5_Q4, MINILM, Embedder, canonical_name, configured_model
 
 
 def load(name: str) -> Embedder:
@@ -22,3 +24,14 @@ def load(name: str) -> Embedder:
     from .sentence_transformers import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(name)
+
+
+@lru_cache(maxsize=8)
+def embedder_for(name: str | None = None) -> Embedder:
+    """One shared embedder per model name per process (``None``: the configured or bundled default)."""
+    return load(canonical_name(name or configured_model() or MINILM))
+
+
+def default_embedder(model: str | None = None) -> Embedder:
+    """The embedder for ``model``: :func:`embedder_for` under the name the benchmark scripts import."""
+    return embedder_for(model)

