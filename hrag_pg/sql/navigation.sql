@@ -105,26 +105,44 @@ $$;
 COMMENT ON FUNCTION hrag.outline(text, text, integer) IS
     'The heading tree of the visible documents (one collection, or one source) down to max_depth, in document order: each navigable node with its subtree''s tokens and child count';
 
--- hrag.children (last changed in revision 0028)
+-- hrag._children (last changed in revision 0028)
 -- Expanding one node of the outline: all its children in document order,
 -- untitled leaves included (this is where the paragraphs show up), markup
 -- leaves left out as in hrag.outline.  An unknown id (or another tenant's,
 -- or NULL) has no children, as hrag.node_text returns NULL for it; hrag.node
 -- tells an unknown node from a leaf.  The parent and its children are joined
 -- on document_id too, so on Citus each shard answers for its own documents.
+-- PL/pgSQL because Citus does not plan a parameterized SQL function that
+-- reads distributed tables; a function of its own because PL/pgSQL refuses
+-- the argument node_id next to the output column node_id.
+CREATE OR REPLACE FUNCTION hrag._children(of_node uuid)
+RETURNS TABLE (node_id uuid, document_id uuid, source text, collection text, depth integer,
+               heading_path text[], title text, kind text, token_count integer, child_count integer)
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+        SELECT c.id, c.document_id, d.source, d.collection, c.depth, c.heading_path, c.title, c.kind,
+               c.subtree_tokens, c.child_count
+          FROM hrag.nodes p
+          JOIN hrag.nodes c ON c.document_id = p.document_id AND c.parent_id = p.id
+          JOIN hrag.documents d ON d.id = c.document_id
+         WHERE p.id = of_node
+           AND NOT (c.kind = 'markup' AND c.child_count = 0)
+         ORDER BY c.seq;
+END
+$$;
+COMMENT ON FUNCTION hrag._children(uuid) IS
+    'internal: the rows of hrag.children (an argument name that does not clash with its columns), not part of the API';
+
+-- hrag.children (last changed in revision 0028)
 CREATE OR REPLACE FUNCTION hrag.children(node_id uuid)
 RETURNS TABLE (node_id uuid, document_id uuid, source text, collection text, depth integer,
                heading_path text[], title text, kind text, token_count integer, child_count integer)
 LANGUAGE sql STABLE
 AS $$
-    SELECT c.id, c.document_id, d.source, d.collection, c.depth, c.heading_path, c.title, c.kind,
-           c.subtree_tokens, c.child_count
-      FROM hrag.nodes p
-      JOIN hrag.nodes c ON c.document_id = p.document_id AND c.parent_id = p.id
-      JOIN hrag.documents d ON d.id = c.document_id
-     WHERE p.id = children.node_id
-       AND NOT (c.kind = 'markup' AND c.child_count = 0)
-     ORDER BY c.seq
+    SELECT * FROM hrag._children(children.node_id)
 $$;
 COMMENT ON FUNCTION hrag.children(uuid) IS
     'The children of a node in document order (markup leaves left out), with the columns of hrag.outline; none for an unknown id';

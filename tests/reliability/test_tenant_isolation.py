@@ -415,6 +415,7 @@ PROBES: dict[str, str] = {
     "hrag.outline(text,text,integer)": "SELECT * FROM hrag.outline(%(collection)s, NULL, 100)",
     "hrag._outline(text,text,integer)": "SELECT * FROM hrag._outline(%(collection)s, NULL, 100)",
     "hrag.children(uuid)": "SELECT * FROM hrag.children(%(b_root)s)",
+    "hrag._children(uuid)": "SELECT * FROM hrag._children(%(b_root)s)",
     "hrag.node(uuid)": "SELECT * FROM hrag.node(%(b_root)s)",
     # May the caller see b: the marker 'b' when it may.
     "hrag._collection_visible(text)": "SELECT CASE WHEN hrag._collection_visible('b') THEN 'b' END",

@@ -26,5 +26,6 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.execute("DROP FUNCTION hrag.node(uuid)")
     op.execute("DROP FUNCTION hrag.children(uuid)")
+    op.execute("DROP FUNCTION hrag._children(uuid)")
     op.execute("DROP FUNCTION hrag.outline(text, text, integer)")
     op.execute("DROP FUNCTION hrag._outline(text, text, integer)")
