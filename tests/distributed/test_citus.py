@@ -201,6 +201,10 @@ CALLS: dict[str, str] = {
     "retrieve_hits": "SELECT * FROM hrag.retrieve_hits(%(ids)s::uuid[], %(scores)s::real[], 800)",
     "node_text": "SELECT hrag.node_text(%(node)s)",
     "node_text_in_document": "SELECT hrag.node_text(%(doc)s, %(node)s)",
+    # (revision 0028) navigation: the outline of the collection, one node expanded and read
+    "outline": "SELECT * FROM hrag.outline(%(c)s, max_depth => 5)",
+    "children": "SELECT * FROM hrag.children(%(node)s)",
+    "node": "SELECT * FROM hrag.node(%(node)s)",
 }
 
 
