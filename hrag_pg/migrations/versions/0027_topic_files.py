@@ -1,13 +1,9 @@
 """Revision 0027: the baseline of the topic files (one home per SQL function); changes nothing.
 
-Every current function now lives once in a topic file (``sql/*.sql``); the
-revisions' own files moved to ``sql/revisions/`` and stay frozen.  A fresh
-install at head applies the topic files directly and is stamped 0027 (see
-``migrations/env.py``); an installation at 0026 gets the function topic files
-applied again here, which replaces each function with its identical self.
-The downgrade has nothing to restore: 0026's definitions are these.  From
-here on, a revision that changes functions applies their topic file
-(docs/migrations.md).
+Every current function lives once in a topic file (``sql/*.sql``); the
+revisions' files are frozen in ``sql/revisions/``.  A fresh install applies
+the topic files and is stamped 0027; 0026 gets the function files applied
+again (identical definitions), so the downgrade restores nothing.
 
 Revision ID: 0027
 Revises: 0026

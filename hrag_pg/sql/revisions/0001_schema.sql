@@ -1,13 +1,9 @@
--- hrag-pg schema, revision 0001.
---
--- One table of nodes holds every level of every tree.  Text is stored once:
--- a node's `content` is only its *own* text (a heading line, a paragraph),
--- and the full text of any node is the ordered concatenation of the contents
--- of its subtree.  Nodes are numbered in document pre-order (`seq`), and
--- each node records the last `seq` of its subtree (`subtree_end`), so that
--- concatenation is one index range scan on (document_id, seq).
---
--- Placeholders filled in by the migration: {{embedding_dim}}.
+-- Revision 0001: the schema (hrag.config, hrag.documents, hrag.nodes, indexes).
+-- Every level of every tree in one table, text stored once: a node's full text
+-- is its subtree's contents in pre-order (seq .. subtree_end), one range scan.
+-- Placeholder filled in by the migration: {{embedding_dim}}.
+-- Current definitions: hrag_pg/sql/tables.sql;
+-- reasoning: docs/decisions.md, "Text stored once: `seq` / `subtree_end` pre-order ranges".
 
 CREATE SCHEMA IF NOT EXISTS hrag;
 

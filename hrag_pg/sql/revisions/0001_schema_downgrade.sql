@@ -1,6 +1,7 @@
 -- Undo revision 0001: remove everything hrag created and nothing else.
 -- The alembic version table and the (then empty) schema are dropped by the
 -- migration environment after the last revision is gone.
+-- Current definitions: hrag_pg/sql/tables.sql.
 
 DROP TABLE hrag.nodes;
 DROP TABLE hrag.documents;

@@ -1,10 +1,8 @@
--- hrag-pg retrieval functions, revision 0002.
---
--- The single source of truth for retrieval: Python and psql users call these
--- functions, and each retrieval is one round trip.  Scores are cosine
--- similarity (1 - cosine distance), higher is better.
---
--- Placeholders filled in by the migration: {{embedding_dim}}.
+-- Revision 0002: the retrieval functions (search_leaves, parent_child,
+-- auto_merge_hits, auto_merge, node_text), so each retrieval is one round trip
+-- for Python and psql alike.  Placeholder: {{embedding_dim}}.
+-- Current definitions: hrag_pg/sql/search.sql, parent_child.sql, merge.sql, text.sql;
+-- reasoning: docs/decisions.md, "Inclusive merge threshold, merged score = best absorbed hit".
 
 -- ---------------------------------------------------------------------------
 -- Argument checks shared by the search functions.  Errors name the argument.

@@ -1,4 +1,5 @@
 -- Undo revision 0002: drop the retrieval functions.
+-- Current definitions: hrag_pg/sql/search.sql, parent_child.sql, merge.sql, text.sql.
 DROP FUNCTION hrag.auto_merge(vector, integer, real, text, jsonb);
 DROP FUNCTION hrag.auto_merge_hits(uuid[], real[], real);
 DROP FUNCTION hrag.parent_child_hits(uuid[], real[], integer, integer);

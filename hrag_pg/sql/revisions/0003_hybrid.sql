@@ -1,23 +1,8 @@
--- hrag-pg hybrid (vector + lexical) scoring, revision 0003.
---
--- Why: a small English embedding model (the bundled all-MiniLM-L6-v2) maps
--- Japanese text to nearly uniform similarities, so the child that says
--- "ウイルス対策ソフト" may rank eighth for a question about anti-virus
--- software.  Exact term overlap is a strong, model-independent signal, so
--- the vector candidates are rescored by a weighted sum of cosine similarity
--- and lexical coverage of the question's terms.  It also helps English
--- questions that name identifiers (GUCs, function names) the model blurs.
---
--- Terms: English words stemmed by to_tsvector('english') (stop words
--- dropped), plus character bigrams of CJK runs (Japanese has no spaces).
--- Bigrams containing hiragana are dropped: they are particles and endings
--- (「の」「を」「ます」) or straddle a particle (「にウ」), and only add noise;
--- content words are written in kanji and katakana.
---
--- Lexical score: the IDF-weighted share of the question's terms found in a
--- candidate, with document frequencies counted over the candidate set
--- itself (no corpus statistics to maintain).  A term every candidate shares
--- weighs little; the one term only the right passage contains weighs most.
+-- Revision 0003: hybrid scoring (lexical_terms, lexical_score, search_hybrid).
+-- The bundled English model gives Japanese nearly uniform similarities, so the
+-- vector candidates are rescored by IDF-weighted coverage of the question's terms.
+-- Current definitions: hrag_pg/sql/lexical.sql, search.sql;
+-- measurements: docs/decisions.md, "Hybrid lexical + vector scoring, and an optional relative score floor".
 
 -- ---------------------------------------------------------------------------
 -- hrag.lexical_terms: the distinct search terms of a text.

@@ -1,12 +1,7 @@
--- hrag-pg integrity check and repair, revision 0004.
---
--- Foreign keys already make orphans and cross-document parents impossible,
--- and depth = parent depth + 1 is an FK too.  What constraints cannot
--- express is checked here: the stored bookkeeping (child_count, the
--- pre-order seq/subtree_end ranges) agreeing with the rows, every leaf being
--- searchable, and every document having exactly one root.  A database can
--- only get these wrong by hand edits, a bug, or disabled triggers; `hrag
--- check` finds them and `hrag check --repair` recomputes what it can.
+-- Revision 0004: check_integrity and repair_integrity, for what constraints
+-- cannot express (child counts, pre-order ranges, searchable leaves, one root).
+-- Current definitions: hrag_pg/sql/integrity.sql;
+-- reasoning: docs/decisions.md, "Depth and document consistency by foreign keys, not triggers".
 
 -- ---------------------------------------------------------------------------
 -- hrag.check_integrity: one row per problem (none on a healthy database).

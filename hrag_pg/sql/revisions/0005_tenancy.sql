@@ -1,19 +1,8 @@
--- hrag-pg tenant isolation with row-level security, revision 0005.
---
--- Collections can be bound to PostgreSQL roles.  A role bound to one or more
--- collections (a *tenant*) sees only the documents and nodes of those
--- collections — through the tables directly and through every hrag.*
--- function, because the retrieval functions run with the caller's rights
--- (SECURITY INVOKER), so row-level security applies inside them too.
--- Roles that are not bound to any collection (the owner, the application
--- role of a single-tenant deployment) see everything, so enabling this
--- migration changes nothing until a tenant is created:
---
---     SELECT hrag.create_tenant_role('tenant_a', ARRAY['tenant_a_docs']);
---     SELECT hrag.grant_reader('analytics_ro');     -- read-only, all collections
---
--- The table owner is exempt from RLS (PostgreSQL's rule), which is what
--- ingestion and migrations use.
+-- Revision 0005: tenant isolation by row-level security on collection.
+-- A role bound to collections sees only them, through the tables and every
+-- (SECURITY INVOKER) function; unbound roles see everything, as before.
+-- Current definitions: hrag_pg/sql/tenancy.sql, policies_triggers.sql;
+-- reasoning: docs/decisions.md, "Row-level security keyed on collection, opt-in per role".
 
 CREATE TABLE hrag.tenant_collections (
     role_name  name NOT NULL,

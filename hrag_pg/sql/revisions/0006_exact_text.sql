@@ -1,18 +1,7 @@
--- hrag-pg revision 0006: exact text, a checked vector index, documented functions.
---
--- 1. Exact text.  Until now a node's full text joined the contents of its
---    subtree with a fixed blank line, so a paragraph split mid-line, or code
---    whose lines are separated by single newlines, came back changed.  Each
---    node now records `separator`: the exact text that stood, in the original
---    document, between the previous node with content and this node's
---    content.  Full text = the first content of the range, then
---    `separator || content` for every later non-empty node, in seq order.
---    Existing rows keep the old behaviour (the default is the blank line).
--- 2. `check_integrity` reports a missing or invalid HNSW index (a bulk load
---    that crashed between dropping and rebuilding it leaves none), and
---    `repair_integrity` rebuilds it.
--- 3. Every public function carries a COMMENT (what `\df+ hrag.*` shows);
---    the `_check_*` helpers are marked internal.
+-- Revision 0006: exact text (nodes.separator, so text comes back as written),
+-- check/repair of a missing HNSW index, and a COMMENT on every function.
+-- Current definitions: hrag_pg/sql/text.sql, vector_index.sql, integrity.sql;
+-- reasoning: docs/decisions.md, "Each node stores the text before it (`separator`); headings keep their markers".
 
 ALTER TABLE hrag.nodes ADD COLUMN separator text NOT NULL DEFAULT E'\n\n';
 COMMENT ON COLUMN hrag.nodes.separator IS

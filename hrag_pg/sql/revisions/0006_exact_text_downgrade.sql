@@ -1,5 +1,6 @@
 -- Undo revision 0006: the previous text assembly, integrity functions and comments.
 -- The previous definitions, as revisions 0002 and 0004 created them.
+-- Current definitions: hrag_pg/sql/text.sql, vector_index.sql, integrity.sql.
 
 CREATE OR REPLACE FUNCTION hrag.node_text(node_id uuid)
 RETURNS text

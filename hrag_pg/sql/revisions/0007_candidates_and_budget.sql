@@ -1,28 +1,9 @@
--- hrag-pg revision 0007: one candidate stage with a lexical channel, and the
--- budget-aware `retrieve` mode.
---
--- 1. Collection statistics.  `hrag.document_terms` holds, per document and
---    lexical term, how many of the document's search targets contain it;
---    `documents.search_targets` how many search targets the document has.
---    Both are rewritten with the document's tree, in its transaction
---    (`hrag.refresh_document_terms`), so a term's document frequency in a
---    collection is one index-only sum that is always consistent with the
---    rows a reader sees, under concurrent writes and re-ingestion, and
---    writers of different documents never touch the same rows.
--- 2. `hrag.search_hybrid` is the one candidate stage: the ANN candidates
---    plus lexical candidates found through a GIN index over the whole
---    collection (leaves containing the query's rarest terms), each scored
---        (1 - lexical_weight) * cosine + lexical_weight * lexical coverage,
---    where lexical coverage is the BM25-IDF-weighted share of the query's
---    terms the node contains.  A question naming an identifier that only one
---    leaf contains finds that leaf even when the vector stage ranks it far
---    outside its candidates.
--- 3. `nodes.subtree_tokens`: the stored token counts of a node's subtree
---    (the budget's unit), written by ingestion.
--- 4. `hrag.retrieve_hits` / `hrag.retrieve`: the best non-overlapping
---    context within a token budget (see below).
--- 5. `hrag.parent_child` becomes search_leaves -> parent_child_hits, and
---    parent-child never returns two overlapping nodes.
+-- Revision 0007: one candidate stage (search_hybrid: ANN plus GIN lexical
+-- candidates, IDF from per-document statistics kept in the writer's
+-- transaction), nodes.subtree_tokens, the budget mode (retrieve), and
+-- parent_child without overlapping nodes.
+-- Current definitions: hrag_pg/sql/search.sql, lexical.sql, budget.sql;
+-- measurements: docs/decisions.md, "One candidate stage; IDF statistics per document, kept in the document's transaction".
 
 -- ---------------------------------------------------------------------------
 -- Bookkeeping columns and the statistics table.

@@ -1,4 +1,5 @@
 -- Undo revision 0007: back to revision 0006's functions, no statistics, no budget mode.
+-- Current definitions: hrag_pg/sql/search.sql, lexical.sql, budget.sql.
 DROP FUNCTION hrag.retrieve(vector, text, integer, text, jsonb, integer, real);
 DROP FUNCTION hrag.retrieve_hits(uuid[], real[], integer);
 DROP FUNCTION hrag._setting(text, double precision);

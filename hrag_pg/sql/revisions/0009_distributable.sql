@@ -1,33 +1,9 @@
--- hrag-pg distributable keys and hrag.distribute(), revision 0009.
---
--- Why: past one machine, hrag-pg runs on Citus with documents and nodes
--- distributed by document id (a tree never spans documents, so every
--- expansion and merge can stay on the shard that holds the document).
--- Citus requires the distribution column in every primary key and unique
--- constraint, and refuses ON UPDATE CASCADE on a foreign key that contains
--- it.  This revision makes the single-node schema distributable without
--- changing what it guarantees or how fast it is:
---
--- * nodes are keyed by (document_id, id).  Node ids stay globally unique in
---   practice (uuid5 of collection, source and structural path); lookups by
---   bare id keep an index: nodes_id_document_depth_key (id, document_id,
---   depth), the target of the parent FK, leads with id.
--- * nodes_document_fk (and the statistics' FK, document_terms ->
---   documents) lose ON UPDATE CASCADE.  Nothing updates a document's
---   id or collection (the id is uuid5 of collection and source, so moving a
---   document to another collection is a new document); such an update is now
---   refused instead of cascaded.
---
--- What a single node keeps and Citus cannot have is converted by
--- hrag.distribute(), right before it distributes the tables:
---
--- * UNIQUE (collection, source) on documents becomes a plain index: on Citus
---   the primary key on id keeps (collection, source) unique, because
---   ingestion derives the id as uuid5 of (collection, source) and upserts
---   ON CONFLICT (id);
--- * the row-level security policies, whose scalar subqueries (evaluated once
---   per query on a single node) Citus refuses, become calls of
---   hrag._collection_visible() (evaluated on the shards, per row).
+-- Revision 0009: distributable keys (nodes keyed by (document_id, id), no
+-- ON UPDATE CASCADE) and hrag.distribute(), which converts what Citus cannot
+-- hold (UNIQUE (collection, source), scalar-subquery RLS) right before it
+-- distributes.
+-- Current definitions: hrag_pg/sql/tables.sql, distribution.sql;
+-- reasoning: docs/decisions.md, "Distributable keys; Citus-only conversions happen in hrag.distribute()".
 
 ALTER TABLE hrag.nodes DROP CONSTRAINT nodes_pkey;
 ALTER TABLE hrag.nodes ADD CONSTRAINT nodes_pkey PRIMARY KEY (document_id, id);

@@ -1,5 +1,6 @@
 -- Revert revision 0009 on a single node (a distributed installation cannot
 -- go back: undistribute its tables first with Citus's undistribute_table).
+-- Current definitions: hrag_pg/sql/tables.sql, distribution.sql.
 
 DROP FUNCTION hrag.distribute(integer);
 DROP FUNCTION hrag.node_text(uuid, uuid);

@@ -1,38 +1,8 @@
--- hrag-pg revision 0010: retrieval functions that stay shard-local on Citus.
---
--- Why: revision 0009 made the schema distributable (documents and nodes
--- distributed by document id on Citus, colocated), but the retrieval
--- functions of 0007 looked nodes up by bare id and climbed all trees in one
--- recursive CTE, which Citus refuses (it routes a recursive CTE only with a
--- filter on the distribution column) or sends to every shard.  A tree never
--- spans documents, so this revision splits each function into
---
--- * a per-document step (hrag._*_document(doc, ...), PL/pgSQL): the part
---   that reads a tree -- the recursive-CTE merge, the budget mode's ancestor
---   climb, the parent lookups, the full texts -- with every hrag.nodes
---   reference filtered on document_id = doc.  Citus routes each of its
---   queries to the one shard holding the document, and hrag.distribute()
---   makes it a distributed function (colocated with hrag.nodes), so the
---   whole call is delegated to that shard's worker;
--- * a coordinator step: the candidates (ANN and lexical, which fan out by
---   design), one call of the per-document step per document of the hits
---   (hrag._*_each, a loop: Citus delegates `SELECT * FROM f(...)` only as a
---   statement of its own), and what crosses documents -- the rank order,
---   the parent-child selection, the budget's greedy selection -- as before.
---
--- One implementation for a single node and for Citus: on a single node the
--- same functions run with the same results (the merge, selection and ranking
--- are unchanged; only where each query runs differs).  Hits from elsewhere
--- (the *_hits functions) carry bare node ids: their documents are looked up
--- once (hrag._document_ids, one query; on Citus it asks every shard), while
--- auto_merge, parent_child and retrieve pass the document ids the candidate
--- stage already returns.
---
--- Also: hrag._term_weights and hrag.check_integrity become PL/pgSQL (Citus
--- does not plan parameterized LANGUAGE sql functions over distributed
--- tables), every self-join also matches document_id, and
--- hrag.node_text(node_id) looks the node up first and assembles its text
--- outside that query (as node_text(document_id, node_id) does).
+-- Revision 0010: retrieval split into per-document steps (hrag._*_document,
+-- every query filtered on document_id, so Citus runs each on one shard) and
+-- coordinator steps (candidates, ranking, selection); same results.
+-- Current definitions: hrag_pg/sql/text.sql, merge.sql, parent_child.sql, budget.sql;
+-- reasoning: docs/decisions.md, "Distributable keys; Citus-only conversions happen in hrag.distribute()"; measurements: docs/scaling.md.
 
 -- ---------------------------------------------------------------------------
 -- hrag._term_weights: unchanged result; the document frequencies are one

@@ -1,6 +1,7 @@
 -- Undo revision 0010: back to the retrieval functions of revisions 0006/0007
 -- and hrag.distribute() of 0009 (verbatim), without the per-document steps.
 -- A distributed installation cannot go back this way (see 0009).
+-- Current definitions: hrag_pg/sql/text.sql, merge.sql, parent_child.sql, budget.sql.
 
 CREATE OR REPLACE FUNCTION hrag._term_weights(terms text[], collection text)
 RETURNS TABLE (term text, df bigint, idf real)

@@ -1,34 +1,8 @@
--- hrag-pg revision 0011: on a single node, revision 0010's per-document
--- steps run once for all the documents of the hits.
---
--- Why: revision 0010 split the retrieval functions into per-document steps
--- (hrag._*_document(doc, ...), delegated to one Citus worker) and
--- coordinator loops (hrag._*_each) that call them once per document.  On a
--- single node that loop is pure overhead: a statement, a function call and
--- the splitting of the hit arrays per document, where revision 0007 ran one
--- query over all the hits (parent_child 1.88x, retrieve 1.50x slower at p50
--- on the whole pgdocs corpus: bench/studies/results/revision-ab-0010-vs-0007-pgdocs.md).
---
--- What changes (same functions, same signatures, same results):
---
--- * every per-document step also takes doc NULL, meaning "all the documents
---   of the given nodes": each hrag.nodes lookup is filtered on
---   document_id = coalesce(doc, <the document the row came from>), so with a
---   document it is the same `document_id = doc` Citus routes on (PostgreSQL
---   folds coalesce(<value>, ...) to the value before Citus prunes shards), and
---   with NULL the first lookup goes by the id index and every later one by
---   (document_id, id), the primary key, as revision 0007's queries did; the
---   document of each output row is taken from the row, not from doc;
--- * each coordinator loop asks once per call whether hrag.nodes is
---   distributed (a row in Citus's pg_dist_partition): if it is, it calls the
---   step once per document, as before (Citus delegates each call to the
---   document's worker); if not (no Citus, or tables not yet distributed), it
---   calls the step once, with doc NULL and every hit that has a document.
---
--- The merge, the parent lookup, the budget's ancestor climb and the rows are
--- still written once, in the per-document steps; results do not depend on
--- how the hits are grouped (a tree never spans documents, and the
--- coordinator steps order everything they return).
+-- Revision 0011: on a single node the per-document steps of 0010 run once
+-- for all the hits' documents (doc NULL), since the per-document loop was
+-- pure overhead there; on Citus they still run once per document.
+-- Current definitions: hrag_pg/sql/text.sql, merge.sql, parent_child.sql, budget.sql;
+-- reasoning: docs/decisions.md, "Distributable keys; Citus-only conversions happen in hrag.distribute()"; measurements: docs/scaling.md.
 
 CREATE OR REPLACE FUNCTION hrag._node_rows_document(doc uuid, node_ids uuid[])
 RETURNS TABLE (node_id uuid, document_id uuid, depth integer, title text, heading_path text[],

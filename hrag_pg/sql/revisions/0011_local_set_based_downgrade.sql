@@ -1,5 +1,6 @@
 -- Undo revision 0011: revision 0010's per-document steps and coordinator loops,
 -- verbatim (one call per document on a single node too).
+-- Current definitions: hrag_pg/sql/text.sql, merge.sql, parent_child.sql, budget.sql.
 
 CREATE OR REPLACE FUNCTION hrag._node_rows_document(doc uuid, node_ids uuid[])
 RETURNS TABLE (node_id uuid, document_id uuid, depth integer, title text, heading_path text[],

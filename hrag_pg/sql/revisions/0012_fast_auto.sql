@@ -1,33 +1,9 @@
--- hrag-pg revision 0012: a cheaper candidate stage and budget step.
---
--- Why: on the whole pgdocs corpus the budget mode (hrag.retrieve) took 10x
--- the ANN step alone (bench/results/full.md).  Its candidate stage asked the
--- HNSW index for 3 x top_k = 90 vector candidates, took up to 1,000 lexical
--- candidates in no particular order when the question's rarest term was
--- common (a word in thousands of leaves finds nothing selective), and scored
--- term coverage twice per row; its budget step looked the children of every
--- chosen node up again by range.
---
--- What changes:
---
--- * hrag.search_hybrid: lexical candidates come only from the question's
---   rare terms -- the rarest terms whose document frequencies add up to at
---   most 300 leaves; when even the rarest term is in more than 300 leaves
---   there are no lexical candidates (the vector candidates are still
---   rescored by every term).  At most 300 rows, each scored once.  The
---   default number of vector candidates is unchanged (3 x k, at least 30).
--- * hrag.retrieve passes candidates => top_k: its vector candidates are the
---   top_k nearest, no longer 3 x top_k.  Measured on pgdocs (whole and
---   40-file) and pystdlib: the same narrow and broad recall or better
---   (bench/results/budget-*.md).
--- * The budget step counts, on its way up from the hits, how many children
---   of each node lead to a hit; hrag._budget_rows_document takes those
---   counts (picked_children) instead of looking the children up again.  The
---   candidates carry their node's columns from the climb (no second lookup).
---   Same rows, same reasons.
--- * hrag.retrieve is PL/pgSQL: the hits are gathered into arrays once.
--- * hrag.distribute() registers the new hrag._budget_rows_document
---   signature, and an already distributed install has it registered here.
+-- Revision 0012: a cheaper candidate stage and budget step, same selection.
+-- Lexical candidates only from the rarest terms (at most 300 leaves), scored
+-- once; retrieve asks for top_k vector candidates; the budget climb counts
+-- hit children instead of looking them up again.
+-- Current definitions: hrag_pg/sql/search.sql, budget.sql;
+-- measurements: docs/decisions.md, "One candidate stage; IDF statistics per document, kept in the document's transaction".
 
 -- ---------------------------------------------------------------------------
 -- hrag.search_hybrid: lexical candidates only from selective terms, scored once.

@@ -1,5 +1,6 @@
 -- Undo revision 0012: revision 0010's search_hybrid, _retrieve_hits, retrieve
 -- and distribute(), and revision 0011's budget steps, verbatim.
+-- Current definitions: hrag_pg/sql/search.sql, budget.sql.
 
 DROP FUNCTION hrag._budget_rows_each(uuid[], uuid[], text[], integer[], uuid[], uuid[], real[], boolean);
 DROP FUNCTION hrag._budget_rows_document(uuid, uuid[], text[], integer[], uuid[], real[], boolean);

@@ -1,24 +1,8 @@
--- hrag-pg revision 0013: a leaner hybrid candidate stage.
---
--- Why: hrag.search_hybrid is the candidate stage of every hybrid mode
--- (auto-merge, parent-child, the budget mode).  Profiled on the whole pgdocs
--- corpus (per-function self time, EXPLAIN ANALYZE of each statement):
---
--- * The vector candidates took their term coverage from the lexical rows when
---   they were lexical candidates too.  The planner joined the two as a nested
---   loop, scanning all (up to 300) lexical rows once per vector candidate
---   (about 7,000 row comparisons per question).  Each vector candidate is now
---   scored directly: the same expression on the same row, so the same scores
---   and rows; simpler, and no faster or slower (1.03x, within noise:
---   bench/studies/results/revision-ab-0013-vs-0012-pgdocs.md).
--- * The default number of vector candidates is max(k, 30), not max(3 x k, 30)
---   (this is where the time goes: fewer rows to rescore and rank).
---   Measured with bench/candidates.py on three databases (the whole manual, 40
---   of its files, 40 Python standard-library files): the same narrow and
---   broad recall at 2,000 tokens for auto-merge and parent-child, and
---   parent-child (k = 20 children, 60 candidates before) a quarter faster
---   (bench/studies/results/candidates.md).  hrag.retrieve already passed its top_k.
---   The Python layer's Search.candidate_count follows.
+-- Revision 0013: a leaner search_hybrid, same scores: each vector candidate
+-- scored directly, and max(k, 30) vector candidates by default (was
+-- max(3 x k, 30)); same recall, parent-child faster.
+-- Current definitions: hrag_pg/sql/search.sql;
+-- measurements: docs/decisions.md, "One candidate stage; IDF statistics per document, kept in the document's transaction".
 
 -- ---------------------------------------------------------------------------
 -- hrag.search_hybrid: the vector candidates scored directly; max(k, 30) of them.

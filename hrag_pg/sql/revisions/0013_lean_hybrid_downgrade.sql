@@ -1,4 +1,5 @@
 -- Undo revision 0013: revision 0012's hrag.search_hybrid, verbatim.
+-- Current definitions: hrag_pg/sql/search.sql.
 
 CREATE OR REPLACE FUNCTION hrag.search_hybrid(
     query              vector,

@@ -1,21 +1,9 @@
--- hrag-pg revision 0014: the budget mode values a merge by what it adds.
---
--- Why: hrag._retrieve_hits takes the candidates (every node on the hits'
--- ancestor paths) in order of evidence per tokens^0.5, a node replacing the
--- taken nodes inside it.  It valued such a node at its whole evidence, though
--- part of it was already taken: on the whole PostgreSQL manual a section with
--- 2 of its 8 children hit (456 tokens) replaced its best leaf (124 tokens) and
--- took the budget a better-scored passage elsewhere needed (question n34).
--- Now a node that would replace taken nodes is worth what it adds: the
--- evidence not yet taken per power of the tokens it adds.  If that ranks it
--- lower, it is set aside and comes back when the order reaches its new
--- priority.  A node with at least hrag.auto_merge_share (0.4) of its children
--- hit keeps its whole value: that is a merge in auto-merge's sense, and broad
--- questions need it (valuing every node by what it adds lost broad recall:
--- 0.99 -> 0.80 at 2,000 tokens on the whole manual).  The share was chosen by
--- measurement on three databases (bench/studies/results/merge-share.md).
---
--- Also: hrag._setting refuses a setting that is not a number by name.
+-- Revision 0014: in the budget mode a node replacing taken nodes is worth
+-- what it adds, unless at least hrag.auto_merge_share of its children are hit
+-- (a merge); a large section no longer crowds out a narrow answer.
+-- Also: hrag._setting names a setting that is not a number.
+-- Current definitions: hrag_pg/sql/budget.sql, common.sql;
+-- measurements: docs/decisions.md, "Budget mode: a node replacing taken nodes is worth what it adds, unless it is a merge".
 
 CREATE OR REPLACE FUNCTION hrag._retrieve_hits(
     node_ids     uuid[],

@@ -1,4 +1,5 @@
 -- Undo revision 0014: revision 0012's hrag._retrieve_hits and revision 0007's hrag._setting, verbatim.
+-- Current definitions: hrag_pg/sql/budget.sql, common.sql.
 
 CREATE OR REPLACE FUNCTION hrag._retrieve_hits(
     node_ids     uuid[],

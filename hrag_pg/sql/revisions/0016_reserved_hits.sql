@@ -1,18 +1,8 @@
--- hrag-pg revision 0016: the best hits keep room in the budget.
---
--- Why: hrag._retrieve_hits takes the candidates (every node on the hits'
--- ancestor paths) greedily by evidence per tokens^0.5.  A large section with
--- many weak hits can come first and fill the budget: on Python's library
--- reference (question n04) a 1,927-token section with 17 hits inside took
--- 1,927 of 2,000 tokens, and the second-best hit, the passage that answers
--- the question, lay elsewhere and no longer fitted.  Now the best
--- hrag.auto_reserved_hits (2) hits among the candidates keep room: a node is
--- taken only if the budget still holds those of them it does not contain.
--- Once a reserved hit is inside a taken node its room is free again.  The
--- number was chosen by measurement on three whole corpora (pgdocs, pystdlib,
--- nodejs; bench/studies/results/reserved-hits.md): 2 and 3 gain pystdlib's narrow
--- recall at 2,000 tokens (0.93 -> 0.97) and change nothing else; 4 and more
--- start to cost broad recall at 1,000 tokens on pgdocs.
+-- Revision 0016: the best hrag.auto_reserved_hits (2) hits keep room in the
+-- budget, so a large section of weak hits cannot crowd out the passage that
+-- answers.
+-- Current definitions: hrag_pg/sql/budget.sql;
+-- measurements: docs/decisions.md, "Budget mode: the best two hits keep room in the budget".
 
 CREATE OR REPLACE FUNCTION hrag._retrieve_hits(
     node_ids     uuid[],

@@ -1,4 +1,5 @@
 -- Undo revision 0016: revision 0014's hrag._retrieve_hits, verbatim.
+-- Current definitions: hrag_pg/sql/budget.sql.
 
 CREATE OR REPLACE FUNCTION hrag._retrieve_hits(
     node_ids     uuid[],

@@ -1,20 +1,8 @@
--- hrag-pg revision 0017: hrag check --repair works on Citus too.
---
--- Why: hrag.repair_integrity rewrote child counts with an UPDATE joined to
--- hrag.nodes by bare id and renumbered trees through a temporary table
--- joined the same way.  On Citus, where hrag.nodes is distributed by
--- document_id, such joins are refused ("complex joins are only supported
--- when all distributed tables are co-located and joined on their
--- distribution columns").  Now hrag.check_integrity (which already runs
--- on every shard) names the documents with repairable problems, and
--- hrag._repair_document fixes one document at a time, every statement
--- filtered by that document, so each is routed to the one shard holding
--- it.  On a single server the same per-document statements run; repair is
--- rare, and it now touches only the documents that need it.
---
--- Also: 'broken_ordering' counts the documents whose pre-order ranges
--- changed (it counted every renumbered document, also one whose depths
--- alone were wrong).
+-- Revision 0017: hrag check --repair per document (hrag._repair_document),
+-- every statement filtered by its document, so it works on Citus; also
+-- 'broken_ordering' counts only documents whose ranges changed.
+-- Current definitions: hrag_pg/sql/integrity.sql;
+-- reasoning: docs/decisions.md, "Distributable keys; Citus-only conversions happen in hrag.distribute()".
 
 CREATE FUNCTION hrag._repair_document(doc uuid)
 RETURNS TABLE (wrong_child_count bigint, broken_ordering bigint, wrong_depth bigint)

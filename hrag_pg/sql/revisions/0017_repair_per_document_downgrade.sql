@@ -1,5 +1,6 @@
 -- Undo revision 0017: revision 0006's hrag.repair_integrity and revision 0007's
 -- hrag.grant_reader, verbatim; hrag._repair_document dropped.
+-- Current definitions: hrag_pg/sql/integrity.sql.
 
 CREATE OR REPLACE FUNCTION hrag.repair_integrity()
 RETURNS TABLE (problem text, fixed bigint)

@@ -1,22 +1,8 @@
--- hrag-pg revision 0019: the ANN step searches at least 100 candidates deep.
---
--- Why: hrag.search_leaves ran HNSW with pgvector's default candidate list,
--- hnsw.ef_search = 40 (raised only to k when k was larger), and every mode's
--- candidate stage calls it for 30 leaves.  At 40, the graph misses true
--- neighbours often enough to lose evidence: recall@30 against an exact
--- search, over each benchmark corpus' questions, was 0.942 (Python library
--- reference), 0.983 (PostgreSQL manual) and 0.961 (Node.js docs); at 100 it
--- is 0.979 / 0.995 / 0.982.  pgvector also builds a different graph each
--- time, so at 40 one ingest of the Python reference found two evidence
--- leaves (exact ranks 2 and 7) and the next did not; the budget runs asked
--- at 100 got auto-merge's narrow recall there back from 0.87 to 0.90.  At a
--- million synthetic leaves recall@12 is 0.50 at 40, 0.67 at 80, 0.86 at 160.
--- The price on the manual (32k leaves): search_leaves(30) 0.70 -> 1.00 ms
--- p50, hrag.retrieve 3.9 -> 4.3 ms.
---
--- The depth is max(hnsw.ef_search, k, hrag.ef_search), hrag.ef_search being
--- a setting (default 100, 1 to 1000): `SET hrag.ef_search = 40` gives the
--- old speed back, a larger hnsw.ef_search or hrag.ef_search goes deeper.
+-- Revision 0019: the ANN step searches max(hnsw.ef_search, k, hrag.ef_search)
+-- deep, hrag.ef_search 100 by default: at pgvector's 40 the graph lost
+-- evidence.  SET hrag.ef_search = 40 gives the old speed back.
+-- Current definitions: hrag_pg/sql/search.sql;
+-- measurements: docs/decisions.md, "The ANN step searches at least 100 candidates deep".
 
 -- ---------------------------------------------------------------------------
 -- hrag._ef_search: the HNSW candidate list search_leaves uses for k hits.

@@ -1,4 +1,5 @@
 -- hrag-pg revision 0019, downgrade: search_leaves at max(hnsw.ef_search, k) again.
+-- Current definitions: hrag_pg/sql/search.sql.
 
 -- As in revision 0002 (with revision 0007's ROWS 30).
 CREATE OR REPLACE FUNCTION hrag.search_leaves(

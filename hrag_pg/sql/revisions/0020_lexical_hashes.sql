@@ -1,31 +1,8 @@
--- hrag-pg revision 0020: the lexical channel compares term hashes, not texts.
---
--- Why: hrag.search_hybrid, the candidate stage of every hybrid mode and of the
--- budget mode, scores each lexical candidate (up to 300 leaves holding the
--- question's rarest terms) and each vector candidate by the IDF-weighted share
--- of the question's terms it holds.  That is a test of every question term
--- against every term of the leaf: about 180 rows x 7 x 20 text comparisons per
--- question on the whole PostgreSQL manual, measured at 0.57 ms of the stage's
--- 2.2 ms (the GIN lookup of the rows is 0.3 ms).  The same test over 64-bit
--- hashes of the terms took 0.26 ms, ranking the same rows in the same order
--- for all 64 questions.
---
--- So each leaf now also stores its terms' hashes (nodes.lexical_hashes, a
--- generated column beside lexical_terms, which stays: it is what the
--- document_terms statistics count and what a user reads), the GIN index that
--- finds the lexical candidates is over the hashes (it replaces the index on
--- the texts, which nothing else used), and both the lookup and the scoring
--- compare hashes.  The term statistics (df, IDF) are still looked up by text.
---
--- Hashes are hashtextextended(term, 0), the 64-bit hash PostgreSQL keeps
--- stable for hash partitioning.  Two different terms share one with a
--- probability of about 1 in 10^19 per pair: at 10^6 distinct terms in a
--- collection, one question meets a false match about once in 10^12 questions,
--- and a false match only adds one term's weight to one leaf's score.
---
--- Adding a stored generated column rewrites hrag.nodes once (the manual's
--- 91,000 nodes: a few seconds).  On Citus the ALTER TABLE is propagated to
--- the shards.
+-- Revision 0020: the lexical channel finds and scores leaves by 64-bit term
+-- hashes (nodes.lexical_hashes, its GIN index), since integers compare at
+-- half the cost of text; term statistics stay keyed by text.
+-- Current definitions: hrag_pg/sql/lexical.sql, search.sql, tables.sql;
+-- measurements: docs/decisions.md, "One candidate stage; IDF statistics per document, kept in the document's transaction".
 
 -- ---------------------------------------------------------------------------
 -- The hash of a term, and of a leaf's terms (in their order).

@@ -1,4 +1,5 @@
 -- hrag-pg revision 0020, downgrade: the lexical channel compares texts again.
+-- Current definitions: hrag_pg/sql/lexical.sql, search.sql, tables.sql.
 
 -- The index on the texts first, so the restored function has it from its first call.
 DO $$

@@ -1,36 +1,9 @@
--- hrag-pg revision 0021: the lexical statistics per collection, kept by the
--- writers' own transactions without one writer waiting for another.
---
--- Why: the lexical channel weighs a question's terms by their document
--- frequency, and until now a term's frequency was a sum over its rows in
--- hrag.document_terms, one per document holding it, and the collection's size
--- a sum over its documents (hrag.documents.search_targets, total_tokens).  Both
--- grow with the number of documents: on the PostgreSQL manual (357 documents)
--- a question's terms took 0.24 ms and the size 0.15 ms; on the same rows
--- copied to 10,024 documents 1.73 ms and 0.56 ms, which the budget mode pays
--- three times per question (auto-merge's hit share, hrag.sample_hits, once).
--- A plain per-collection counter would make every writer of a collection wait
--- for the others (they would update the same rows) and deadlock-prone.
---
--- So each collection's counts live in hrag.collection_terms (collection, term,
--- leaves) and hrag.collection_sizes (collection, search_targets,
--- total_tokens), where a collection or term may have several rows: the count
--- is their sum.  Statement triggers on document_terms and documents add each
--- write's signed change there, in the writer's transaction, and fold the rows
--- of the terms they touch into one: every row of those terms that no other
--- transaction holds (FOR UPDATE SKIP LOCKED) is deleted and their sum, with the
--- change, inserted as one row.  A writer never waits; two concurrent writers of
--- one term each leave a row, which the next write folds.  A reader sums a
--- term's rows (one, or one per concurrent writer).  The triggers see every
--- write: ingestion's refresh_document_terms, a cascade from a deleted document,
--- a user's own SQL.  check_integrity compares the sums with the documents'
--- rows, repair_integrity rebuilds them.
---
--- document_terms and the documents' counts stay what they were: the truth the
--- sums are checked against, and on Citus the statistics themselves (they are
--- distributed with their documents and the sums fan out to the shards;
--- Citus refuses triggers on distributed tables, so hrag.distribute() drops
--- these triggers, and the functions read the per-document rows there).
+-- Revision 0021: lexical statistics per collection (collection_terms,
+-- collection_sizes), kept by statement triggers in the writers' transactions
+-- without one writer waiting for another, since per-document sums grow with
+-- the documents.  On Citus the per-document rows stay the statistics.
+-- Current definitions: hrag_pg/sql/lexical.sql, policies_triggers.sql;
+-- measurements: docs/decisions.md, "One candidate stage; IDF statistics per document, kept in the document's transaction".
 
 -- ---------------------------------------------------------------------------
 -- Whether the statistics are the per-document rows (Citus) or the

@@ -1,4 +1,5 @@
 -- hrag-pg revision 0021, downgrade: the lexical statistics are the per-document sums again.
+-- Current definitions: hrag_pg/sql/lexical.sql, policies_triggers.sql.
 
 -- The triggers (a distributed table has none).
 SELECT hrag._drop_statistics_triggers();

@@ -1,28 +1,8 @@
--- hrag-pg revision 0022: markup leaves are text, not search targets.
---
--- Why: markup that no reader sees is kept so a document's text stays whole.
--- Between two nodes it lives in the next node's separator; before the first
--- node or after the last there is no node to hold it, and it was a leaf like
--- any other, embedded and searched.  Node.js' API pages end with their
--- Markdown link reference definitions (1,988 lines of `[name]: #anchor` over
--- 60 pages, 368 leaves of 46,837 tokens): their identifiers matched questions
--- lexically, six of them took a place among 40 questions' candidates, and a
--- page's last section returned them as its text (a budget answer carried up
--- to 694 tokens of them).  reStructuredText files open with `:orphan:` and
--- `.. _label:` lines the same way.
---
--- Ingestion now writes such text as a leaf of kind 'markup' without an
--- embedding (so without lexical terms: the generated columns follow the
--- embedding), and after the document's last node as a leaf of the root.
--- check_integrity's rule "every leaf below the root is a search target" now
--- excepts markup leaves; nothing else in the schema assumes every leaf is
--- embedded (hits are embedded leaves).  child_count, the hit-ratio
--- denominator, counts a markup leaf like any child; ingestion makes them only
--- the root's own children, so only a merge into a whole document counts one.
---
--- The downgrade restores 0021's check_integrity, which reports each markup
--- leaf as a leaf without an embedding; re-ingesting its document with the
--- code of 0021's time embeds it again.
+-- Revision 0022: markup leaves (text no reader sees, before the first node or
+-- after the last) are stored but not search targets; check_integrity accepts
+-- them without an embedding.  The downgrade reports them again.
+-- Current definitions: hrag_pg/sql/integrity.sql;
+-- measurements: docs/decisions.md, "Markup is text, not a search target".
 
 CREATE OR REPLACE FUNCTION hrag.check_integrity() RETURNS TABLE(problem text, document_id uuid, node_id uuid, detail text)
     LANGUAGE plpgsql STABLE

@@ -1,4 +1,5 @@
 -- Downgrade of revision 0022: 0021's check_integrity, verbatim.
+-- Current definitions: hrag_pg/sql/integrity.sql.
 
 CREATE OR REPLACE FUNCTION hrag.check_integrity() RETURNS TABLE(problem text, document_id uuid, node_id uuid, detail text)
     LANGUAGE plpgsql STABLE

@@ -1,42 +1,9 @@
--- hrag-pg revision 0023: identifiers joined by underscores are search terms.
---
--- Why: the lexical channel exists for questions that name something exactly
--- (an option, an error code, a setting, a function).  Its terms come from
--- PostgreSQL's English parser, which reads an underscore as a space and drops
--- stop words: `wait_for` is the term `wait`, `shared_buffers` is `share` and
--- `buffer`, `ERR_STREAM_PREMATURE_CLOSE` is four common words.  So a question
--- that names `asyncio.wait_for` scored every leaf about waiting alike; on
--- Python's own asyncio sources the budget mode returned `wait`, `shield` and
--- two other modules, never the function the question named.  Hyphenated names
--- (`--track-origins`), numbers (`40001`) and camelCase (`setTimeout`) were
--- already whole terms.
---
--- hrag.lexical_terms now adds each run of ASCII letters and digits joined by
--- underscores, lowercased, as one more term (`wait_for`, `run_once` from
--- `_run_once`, `node_extra_ca_certs`), beside the words the parser makes of
--- it, unless the parser already kept the name inside a longer term: it reads
--- `child_process.exec` as one host-name-like term, and counting
--- `child_process` once more outweighed a question's other terms (on the
--- Node.js documentation it cost one question its evidence at 1,000 tokens).
--- A text's terms are a superset of what they were, so a question with no
--- such identifier scores every leaf exactly as before; one that names an
--- identifier now counts its (rare, so heavy) term too.
---
--- The stored terms are generated columns, which PostgreSQL does not recompute
--- when a function they call changes.  So this revision rebuilds both columns
--- (PostgreSQL 16 has no ALTER COLUMN ... SET EXPRESSION): one rewrite of
--- hrag.nodes and of every index on it, the HNSW index too, under an exclusive
--- lock (17.7 s in all for the PostgreSQL manual's 40,645 nodes on a 2-core
--- machine).  An HNSW index built again is another graph, so approximate
--- searches can return slightly other rows afterwards (on the Python library
--- corpus, 0.962 of the 30 nearest agreed with an exact search after one
--- build, 0.997 after another of the same rows); a large install may give the
--- build more memory: PGOPTIONS='-c maintenance_work_mem=2GB' hrag migrate.
--- It then counts every document's term statistics again with
--- hrag.refresh_document_terms, the function ingestion uses (its triggers fold
--- the change into the collections' rows), and analyzes hrag.nodes.
--- The two columns move to the end of the table's column list; hrag writes
--- rows by column name.  On Citus the ALTER TABLE is propagated to the shards.
+-- Revision 0023: identifiers joined by underscores (wait_for) are lexical
+-- terms too, since the English parser split them into common words.  The
+-- stored terms are rebuilt (a rewrite of hrag.nodes and its indexes, the HNSW
+-- one too) and every document's statistics counted again.
+-- Current definitions: hrag_pg/sql/lexical.sql;
+-- measurements: docs/decisions.md, "Identifiers joined by underscores are terms".
 
 -- ---------------------------------------------------------------------------
 -- hrag.lexical_terms: words, CJK bigrams, and now underscore identifiers.

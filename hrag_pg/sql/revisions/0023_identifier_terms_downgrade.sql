@@ -1,6 +1,7 @@
 -- Downgrade of revision 0023: 0022's hrag.lexical_terms (no identifier terms),
 -- verbatim, and the stored terms, their index and the term statistics
 -- computed again with it (the same rewrite of hrag.nodes as the upgrade).
+-- Current definitions: hrag_pg/sql/lexical.sql.
 
 CREATE OR REPLACE FUNCTION hrag.lexical_terms(input text)
 RETURNS text[]

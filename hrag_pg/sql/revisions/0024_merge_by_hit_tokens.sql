@@ -1,30 +1,8 @@
--- hrag-pg revision 0024: a merge is judged by the share of a node's tokens its hits cover.
---
--- Why: in the budget mode (hrag._retrieve_hits) a node that replaces taken
--- nodes inside it keeps its whole value, as a merge, only when enough of it
--- is hit; otherwise it is worth only what it adds.  "Enough" was a share of
--- its children (hrag.auto_merge_share, 0.4), and a child may be a 512-token
--- group of many leaves.  On Git's release notes a section made of one full
--- group and one leaf left over counted as "1 of 2 children hit" for a single
--- 50-token hit: for "Which release added --include-whitespace to git
--- patch-id?" at 1,000 tokens the first result was the whole 557-token
--- section around that one sentence.  On the PostgreSQL manual 253 sections
--- are one group of all their leaves and 60 a group and one leaf, where one
--- hit anywhere is "1 of 1" or "1 of 2".
---
--- Now a node keeps its whole value when it holds at least two hits and they
--- cover at least hrag.auto_merge_share (now 0.25) of its stored tokens; a
--- node around a single hit adds no evidence, only tokens, and is valued by
--- what it adds.  The hits' tokens are their subtree_tokens (a hit is one of
--- the candidates), so the rule needs no new column and no second climb, and
--- reads the same on any tree depth.  Measured on the three whole corpora
--- (bench/studies/results/merge-share.md), against the child share 0.4, per question:
--- at 2,000 tokens the manual's narrow recall 0.94 -> 0.97 (n21) and broad
--- 0.99 (b21 0.6 -> 0.8); at 1,000 tokens Node.js broad 0.85 -> 0.89 (b02,
--- b10) and the manual's b20 0.25 -> 0.5, b12 0.75 -> 0.5; Python's library
--- reference unchanged.  Without the two-hit condition a share of 0.25 made a
--- 459-token group around one 142-token hit a "merge" (Python's decimal
--- module) and lost that question's evidence.
+-- Revision 0024: the budget mode judges a merge by the share of a node's
+-- tokens its hits cover (at least two hits, hrag.auto_merge_share 0.25), not
+-- of its children: a 512-token group child made one hit look like a merge.
+-- Current definitions: hrag_pg/sql/budget.sql;
+-- measurements: docs/decisions.md, "Budget mode: a node replacing taken nodes is worth what it adds, unless it is a merge".
 
 CREATE OR REPLACE FUNCTION hrag._retrieve_hits(node_ids uuid[], document_ids uuid[], scores real[], max_tokens integer) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer, reason text)
     LANGUAGE plpgsql STABLE ROWS 10

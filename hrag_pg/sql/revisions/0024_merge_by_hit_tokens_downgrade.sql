@@ -1,4 +1,5 @@
 -- Undo revision 0024: revision 0021's hrag._retrieve_hits (a merge judged by the share of children hit), verbatim.
+-- Current definitions: hrag_pg/sql/budget.sql.
 
 CREATE OR REPLACE FUNCTION hrag._retrieve_hits(node_ids uuid[], document_ids uuid[], scores real[], max_tokens integer) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer, reason text)
     LANGUAGE plpgsql STABLE ROWS 10

@@ -1,22 +1,8 @@
--- hrag-pg revision 0025: every collection records the embedding model that made its vectors.
---
--- Why: vectors from two models are not comparable, and hrag.config knew only
--- the dimension, so a user who switched HRAG_EMBEDDING_MODEL to another
--- 384-dimensional model got wrong results without a word.  A collection now
--- names its model (a name people type, the dimension, a fingerprint of the
--- weights, the query and passage prompts); the Python layer refuses an ingest
--- or a query with another model, and chooses the model of a new collection
--- from the script of its first documents (docs/decisions.md, "A model per
--- collection").  One dimension per installation stays: both bundled models
--- make 384 dimensions, and one HNSW index serves every collection.
---
--- hrag reembed switches a collection to another model in place: it writes
--- the new vectors and token counts beside the old ones, one document per
--- transaction (hrag.reembed_documents / hrag.reembed_nodes, so a killed run
--- resumes where it stopped), and hrag.finish_reembed swaps them in for the
--- whole collection in one transaction.  Readers see one model's vectors for
--- the whole collection, never a mix, and never a query vector of one model
--- against document vectors of another.
+-- Revision 0025: every collection records its embedding model, since vectors
+-- of two models are not comparable; hrag reembed switches a collection to
+-- another model in place (reembed_documents/_nodes, finish_reembed).
+-- Current definitions: hrag_pg/sql/tables.sql, reembed.sql;
+-- reasoning: docs/decisions.md, "A model per collection".
 
 CREATE TABLE hrag.collection_models (
     collection     text        NOT NULL PRIMARY KEY

@@ -1,4 +1,5 @@
 -- hrag-pg revision 0025, downgrade: collections no longer record their model.
+-- Current definitions: hrag_pg/sql/tables.sql, reembed.sql.
 
 DROP FUNCTION hrag.finish_reembed(text);
 

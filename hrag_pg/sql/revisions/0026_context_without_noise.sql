@@ -1,21 +1,9 @@
--- hrag-pg revision 0026: context without noise, and a question without its vector.
---
--- The budget mode filled its budget whatever the question: after the
--- passages that answer came scraps ("or", a README's thanks) and sections
--- around single hits.  Now a node is taken only if what it adds is worth its
--- tokens, in the evidence of the best hit: hrag.auto_token_cost (0.002) per
--- token plus hrag.auto_passage_cost (0.05) per new passage, and nothing under
--- hrag.auto_min_tokens (6) but the best hit.  A narrow question stops after a
--- few passages, a broad one goes on while its evidence lasts (docs/decisions.md,
--- "Budget mode: the budget is a ceiling").
---
--- hrag.search_hybrid (and so hrag.retrieve) takes a NULL query vector with a
--- question text: the lexical channel alone, said in a NOTICE, so a psql user
--- without an embedding can still ask.  Its vector part reads 0 below the
--- model's baseline, so every fused score is in [0, 1].
---
--- hrag._fit_budget lets parent-child and auto-merge fit a token budget in the
--- same statement as their results (one round trip instead of up to three).
+-- Revision 0026: the budget mode stops when the evidence runs out
+-- (hrag.auto_token_cost, auto_passage_cost, auto_min_tokens); search_hybrid
+-- takes a NULL query vector (lexical only); _fit_budget fits parent-child
+-- and auto-merge in one round trip.
+-- Current definitions: hrag_pg/sql/budget.sql, search.sql;
+-- measurements: docs/decisions.md, "Budget mode: the budget is a ceiling".
 
 CREATE OR REPLACE FUNCTION hrag._retrieve_hits(node_ids uuid[], document_ids uuid[], scores real[], max_tokens integer) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer, reason text)
     LANGUAGE plpgsql STABLE ROWS 10

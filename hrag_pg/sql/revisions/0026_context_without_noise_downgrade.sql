@@ -1,5 +1,6 @@
 -- hrag-pg revision 0026, downgrade: the budget mode fills its budget again,
 -- hrag.search_hybrid needs a query vector, and hrag._fit_budget goes.
+-- Current definitions: hrag_pg/sql/budget.sql, search.sql.
 
 DROP FUNCTION hrag._fit_budget(uuid[], integer[], uuid[], uuid[], real[], integer[], integer);
 
