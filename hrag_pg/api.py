@@ -53,7 +53,7 @@ from .models import ChildChunk, Context, IngestResult, OutlineEntry, OutlineNode
 from .reembed import Reembedder, ReembedReport
 from .repository import Progress, Repository, _node_id
 from .retrievers import BaseRetriever, Reads, retriever_for
-from .settings import AutoMergeSettings, BudgetSettings, ParentChildSettings, Scope, Settings, scoped
+from .settings import AutoMergeSettings, BudgetSettings, ParentChildSettings, Scope, Settings, for_method, scoped
 
 #: Longest question accepted; the model reads 256 tokens anyway.
 MAX_QUESTION_CHARS = 10_000
@@ -585,17 +585,17 @@ class HRAG:
     def parent_child(self, question: str, settings: ParentChildSettings | None = None,
                      **scope: Unpack[Scope]) -> list[RetrievalResult]:
         """Small-to-big: the parents of the best-matching children (see :class:`ParentChildSettings`)."""
-        return self.retriever(scoped(settings or ParentChildSettings(), **scope)).retrieve(question)
+        return self.retriever(for_method(ParentChildSettings, settings, "parent_child", **scope)).retrieve(question)
 
     def auto_merge(self, question: str, settings: AutoMergeSettings | None = None,
                    **scope: Unpack[Scope]) -> list[RetrievalResult]:
         """Hit leaves, merged upward into parents enough of whose children were hit (see :class:`AutoMergeSettings`)."""
-        return self.retriever(scoped(settings or AutoMergeSettings(), **scope)).retrieve(question)
+        return self.retriever(for_method(AutoMergeSettings, settings, "auto_merge", **scope)).retrieve(question)
 
     def retrieve(self, question: str, settings: BudgetSettings | None = None,
                  **scope: Unpack[Scope]) -> list[RetrievalResult]:
         """The budget mode: the best non-overlapping context within ``max_tokens`` (see :class:`BudgetSettings`)."""
-        return self.retriever(scoped(settings or BudgetSettings(), **scope)).retrieve(question)
+        return self.retriever(for_method(BudgetSettings, settings, "retrieve", **scope)).retrieve(question)
 
     def context(self, question: str, settings: Settings | None = None, **scope: Unpack[Scope]) -> Context:
         """The results of the mode ``settings`` describe (default parent-child) within ``max_tokens``,
@@ -756,17 +756,18 @@ class AsyncHRAG:
     async def parent_child(self, question: str, settings: ParentChildSettings | None = None,
                            **scope: Unpack[Scope]) -> list[RetrievalResult]:
         """As :meth:`HRAG.parent_child`, on the connection pool."""
-        return await self.retriever(scoped(settings or ParentChildSettings(), **scope)).aretrieve(question)
+        settings = for_method(ParentChildSettings, settings, "parent_child", **scope)
+        return await self.retriever(settings).aretrieve(question)
 
     async def auto_merge(self, question: str, settings: AutoMergeSettings | None = None,
                          **scope: Unpack[Scope]) -> list[RetrievalResult]:
         """As :meth:`HRAG.auto_merge`, on the connection pool."""
-        return await self.retriever(scoped(settings or AutoMergeSettings(), **scope)).aretrieve(question)
+        return await self.retriever(for_method(AutoMergeSettings, settings, "auto_merge", **scope)).aretrieve(question)
 
     async def retrieve(self, question: str, settings: BudgetSettings | None = None,
                        **scope: Unpack[Scope]) -> list[RetrievalResult]:
         """As :meth:`HRAG.retrieve` (the budget mode), on the connection pool."""
-        return await self.retriever(scoped(settings or BudgetSettings(), **scope)).aretrieve(question)
+        return await self.retriever(for_method(BudgetSettings, settings, "retrieve", **scope)).aretrieve(question)
 
     async def context(self, question: str, settings: Settings | None = None, **scope: Unpack[Scope]) -> Context:
         """As :meth:`HRAG.context`, on the connection pool."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypedDict
+from typing import Any, ClassVar, TypedDict, TypeVar
 
 from typing_extensions import Unpack
 
@@ -101,6 +101,7 @@ class BudgetSettings(SearchSettings):
 
 
 Settings = ParentChildSettings | AutoMergeSettings | BudgetSettings
+M = TypeVar("M", ParentChildSettings, AutoMergeSettings, BudgetSettings)
 
 #: The settings class of each mode name (``defaults.MODES``).
 BY_MODE: dict[str, type[Settings]] = {cls.mode: cls for cls in (ParentChildSettings, AutoMergeSettings,
@@ -118,6 +119,20 @@ class Scope(TypedDict, total=False):
 def scoped(settings: Settings, **scope: Unpack[Scope]) -> Settings:
     """``settings`` with the call's collection, filter or budget (only those given) in place."""
     return dataclasses.replace(settings, **scope) if scope else settings
+
+
+def for_method(cls: type[M], settings: Settings | None, method: str, **scope: Unpack[Scope]) -> M:
+    """``settings`` (default: ``cls()``) with the call's scope, for a facade method of ``cls``'s mode.
+
+    A settings object of another mode is refused rather than quietly run
+    as that mode: ``hrag.parent_child(q, AutoMergeSettings())`` is a mistake.
+    """
+    if settings is None:
+        settings = cls()
+    if not isinstance(settings, cls):
+        raise TypeError(f"{method} takes {cls.__name__} (mode {cls.mode}), got {type(settings).__name__} "
+                        f"(mode {settings.mode}); call the method of that mode, or context(question, settings)")
+    return scoped(settings, **scope)  # type: ignore[return-value]
 
 
 def names_of(cls: type[Settings]) -> tuple[str, ...]:

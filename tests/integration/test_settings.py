@@ -107,3 +107,15 @@ def test_a_facade_shortcut_refuses_a_setting_it_does_not_take(hrag: HRAG) -> Non
         hrag.auto_merge(QUESTION, max_parents=2)  # type: ignore[call-arg]
     with pytest.raises(ValueError, match="the budget mode needs max_tokens"):
         hrag.retrieve(QUESTION, max_tokens=None)
+
+
+def test_a_facade_method_refuses_the_settings_of_another_mode(hrag: HRAG) -> None:
+    with pytest.raises(TypeError, match=r"parent_child takes ParentChildSettings .* got AutoMergeSettings"):
+        hrag.parent_child(QUESTION, AutoMergeSettings())  # type: ignore[arg-type]
+
+    async def asynchronous() -> None:
+        async with AsyncHRAG(hrag) as ahrag:
+            await ahrag.retrieve(QUESTION, ParentChildSettings())  # type: ignore[arg-type]
+
+    with pytest.raises(TypeError, match="retrieve takes BudgetSettings"):
+        asyncio.run(asynchronous())
