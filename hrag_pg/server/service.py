@@ -154,13 +154,10 @@ class Service:
 
     async def sources(self, collection: str | None = None) -> list[dict[str, Any]]:
         """``hrag sources --json``: every stored document (or a collection's), with its collection's model."""
-        from ..collection_model import as_json
+        from ..cli.core import sources_json
 
         await self.check_collection(collection)
-        rows = await self._thread(self.hrag.sources, collection)
-        models = await self._thread(self.hrag.collection_models, collection)
-        return [{**r.model_dump(mode="json", exclude={"metadata"}), "metadata": r.metadata,
-                 "model": as_json(models[r.collection]) if r.collection in models else None} for r in rows]
+        return await self._thread(sources_json, self.hrag, collection)
 
     async def node(self, node_id: str) -> dict[str, Any]:
         """``hrag show --json``: the node, its full text (its subtree's) and its children."""
