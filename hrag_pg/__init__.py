@@ -14,7 +14,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:  # pragma: no cover
     from .api import HRAG, AsyncHRAG, IngestReport
     from .ingest.pipeline import IngestOptions
-    from .models import ChildChunk, Context, Node, ParentChunk, RetrievalResult
+    from .models import ChildChunk, Context, Node, OutlineEntry, OutlineNode, ParentChunk, RetrievalResult
     from .retrievers import AutoMergingRetriever, AutoRetriever, ParentChildRetriever
     from .settings import AutoMergeSettings, BudgetSettings, ParentChildSettings
 
@@ -24,7 +24,7 @@ _EXPORTS = {
     "ParentChildRetriever": "retrievers", "AutoMergingRetriever": "retrievers", "AutoRetriever": "retrievers",
     "IngestReport": "api", "IngestOptions": "ingest.pipeline",
     "Node": "models", "ParentChunk": "models", "ChildChunk": "models", "RetrievalResult": "models",
-    "Context": "models",
+    "Context": "models", "OutlineEntry": "models", "OutlineNode": "models",
 }
 
 
@@ -41,5 +41,6 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "HRAG", "AsyncHRAG", "AutoMergeSettings", "AutoMergingRetriever", "AutoRetriever", "BudgetSettings",
     "ChildChunk", "Context", "IngestOptions", "IngestReport",
-    "Node", "ParentChildRetriever", "ParentChildSettings", "ParentChunk", "RetrievalResult",
+    "Node", "OutlineEntry", "OutlineNode", "ParentChildRetriever", "ParentChildSettings", "ParentChunk",
+    "RetrievalResult",
 ]

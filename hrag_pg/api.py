@@ -29,7 +29,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 from typing_extensions import Self, Unpack
 
-from . import collection_model, db, defaults, migrate
+from . import collection_model, db, defaults, migrate, queries
 from .async_repository import AsyncRepository
 from .embedding import (
     Embedder,
@@ -49,9 +49,9 @@ from .ingest.pipeline import IngestOptions, Strategy, prepare_tree
 from .ingest.sources import keep_stored_names, name_files, old_names
 from .ingest.text import TextFormat, check_metadata, check_source, load_text
 from .ingest.tree import DocumentTree
-from .models import ChildChunk, Context, IngestResult, ParentChunk, RetrievalResult
+from .models import ChildChunk, Context, IngestResult, OutlineEntry, OutlineNode, ParentChunk, RetrievalResult
 from .reembed import Reembedder, ReembedReport
-from .repository import Progress, Repository
+from .repository import Progress, Repository, _node_id
 from .retrievers import BaseRetriever, Reads, retriever_for
 from .settings import AutoMergeSettings, BudgetSettings, ParentChildSettings, Scope, Settings, scoped
 
@@ -457,6 +457,28 @@ class HRAG:
         """Delete a source and its whole tree; False if it was not stored."""
         return self.repository.delete_source(source, collection)
 
+    def outline(self, collection: str | None = None, source: str | None = None,
+                max_depth: int = 3) -> list[OutlineEntry]:
+        """The heading tree of the stored documents, down to ``max_depth``, in document order.
+
+        One collection (or all), or one ``source``; each entry is a node a
+        reader navigates by (the root, sections, titled leaves) with its
+        subtree's token count.  Expand one with :meth:`children`, read one
+        with :meth:`node`.  An unknown source is an :class:`InvalidArgument`.
+        """
+        params = queries.outline_params(collection, source, max_depth)
+        return [queries.to_outline_entry(r) for r in self.repository.fetch(queries.OUTLINE, params)]
+
+    def children(self, node_id: Any) -> list[OutlineEntry]:
+        """The children of a node in document order (paragraphs included); [] for a leaf or an unknown id."""
+        rows = self.repository.fetch(queries.CHILDREN, {"node_id": _node_id(node_id)})
+        return [queries.to_outline_entry(r) for r in rows]
+
+    def node(self, node_id: Any) -> OutlineNode | None:
+        """One node with its place in the tree and its full text (None if unknown)."""
+        rows = self.repository.fetch(queries.NODE, {"node_id": _node_id(node_id)})
+        return queries.to_outline_node(rows[0]) if rows else None
+
     def sources(self, collection: str | None = None) -> list[SourceInfo]:
         """The stored documents (all collections, or one): source, collection, nodes, last update."""
         return [SourceInfo(**row) for row in self.repository.sources(collection)]
@@ -749,6 +771,22 @@ class AsyncHRAG:
     async def context(self, question: str, settings: Settings | None = None, **scope: Unpack[Scope]) -> Context:
         """As :meth:`HRAG.context`, on the connection pool."""
         return await self.retriever(scoped(settings or ParentChildSettings(), **scope)).acontext(question)
+
+    async def outline(self, collection: str | None = None, source: str | None = None,
+                      max_depth: int = 3) -> list[OutlineEntry]:
+        """As :meth:`HRAG.outline`, on the connection pool."""
+        params = queries.outline_params(collection, source, max_depth)
+        return [queries.to_outline_entry(r) for r in await self.repository.fetch(queries.OUTLINE, params)]
+
+    async def children(self, node_id: Any) -> list[OutlineEntry]:
+        """As :meth:`HRAG.children`, on the connection pool."""
+        rows = await self.repository.fetch(queries.CHILDREN, {"node_id": _node_id(node_id)})
+        return [queries.to_outline_entry(r) for r in rows]
+
+    async def node(self, node_id: Any) -> OutlineNode | None:
+        """As :meth:`HRAG.node`, on the connection pool."""
+        rows = await self.repository.fetch(queries.NODE, {"node_id": _node_id(node_id)})
+        return queries.to_outline_node(rows[0]) if rows else None
 
     async def ingest(self, paths: Iterable[str | Path], **kwargs: Any) -> IngestReport:
         """:meth:`HRAG.ingest` in a worker thread (embedding is CPU-bound; the loop stays responsive)."""

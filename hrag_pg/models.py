@@ -67,6 +67,36 @@ class SearchHit(BaseModel):
     rerank_text: str = ""
 
 
+class OutlineEntry(BaseModel):
+    """One node of the heading tree, as ``hrag.outline`` and ``hrag.children`` return it.
+
+    Enough to choose what to read next: where the node sits, what it is
+    called and what reading it costs (``token_count`` is its whole subtree's).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    node_id: uuid.UUID
+    document_id: uuid.UUID
+    source: str
+    collection: str
+    depth: int
+    heading_path: list[str] = Field(default_factory=list)
+    title: str | None = None
+    kind: str
+    #: Tokens of the node's full text (its subtree): what reading it costs.
+    token_count: int
+    #: Stored number of children (markup leaves included, which hrag.children leaves out).
+    child_count: int
+
+
+class OutlineNode(OutlineEntry):
+    """One node read whole (``hrag.node``): its outline columns, its parent and its full text."""
+
+    parent_id: uuid.UUID | None = None
+    content: str = ""
+
+
 class RetrievalResult(BaseModel):
     """One context passage returned by either retrieval mode, with why it was returned."""
 

@@ -21,7 +21,7 @@ import numpy as _np
 from . import defaults
 from . import limits as _limits
 from .errors import InvalidArgument
-from .models import RetrievalResult, SearchHit
+from .models import OutlineEntry, OutlineNode, RetrievalResult, SearchHit
 
 # The hits come with the text a reranker scores (heading path + content, or
 # the question of a QA node), so reranking needs no second round trip.
@@ -415,6 +415,25 @@ def plan_auto_merge_hits_context(hits: GivenHits, merge_threshold: float,
     return _context_statement(_GIVEN_HITS, *_AUTO_MERGE_RESULTS), {**params, **hits.params(), "max_tokens": max_tokens}
 
 
+# ---------------------------------------------------------------- navigation
+# The heading tree as a map (sql/navigation.sql): an outline, a node's
+# children, one node with its full text.
+
+OUTLINE = "SELECT * FROM hrag.outline(%(collection)s::text, %(source)s::text, %(max_depth)s::int)"
+CHILDREN = "SELECT * FROM hrag.children(%(node_id)s::uuid)"
+NODE = "SELECT * FROM hrag.node(%(node_id)s::uuid)"
+#: hrag.outline's bound on max_depth (checked here too, so a huge number is named, not "integer out of range").
+MAX_OUTLINE_DEPTH = 100
+
+
+def outline_params(collection: str | None, source: str | None, max_depth: int) -> dict[str, Any]:
+    if isinstance(max_depth, bool) or not isinstance(max_depth, int):
+        raise InvalidArgument(f'argument "max_depth" must be a whole number, got {max_depth!r}')
+    if not 0 <= max_depth <= MAX_OUTLINE_DEPTH:
+        raise InvalidArgument(f'argument "max_depth" must be between 0 and {MAX_OUTLINE_DEPTH}, got {max_depth}')
+    return {"collection": collection, "source": source, "max_depth": max_depth}
+
+
 # -------------------------------------------------------------- row mappers
 # What the statements' rows become.
 
@@ -434,3 +453,13 @@ def to_hit(row: dict[str, Any]) -> SearchHit:
     path = " > ".join(p for p in (row.pop("heading_path", None) or []) if p)
     text = row.pop("text", "") or ""
     return SearchHit(**row, rerank_text=f"[{path}] {text}" if path else text)
+
+
+def to_outline_entry(row: dict[str, Any]) -> OutlineEntry:
+    """A row of hrag.outline or hrag.children."""
+    return OutlineEntry(**row)
+
+
+def to_outline_node(row: dict[str, Any]) -> OutlineNode:
+    """The row of hrag.node."""
+    return OutlineNode(**row)

@@ -35,6 +35,7 @@ FUNCTION_TOPICS = (
     "tenancy.sql",
     "distribution.sql",
     "reembed.sql",
+    "navigation.sql",
 )
 #: The topic files a fresh install applies, in dependency order.  tables.sql and
 #: policies_triggers.sql create objects once (no revision applies them again).

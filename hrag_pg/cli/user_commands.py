@@ -1,4 +1,4 @@
-"""The commands a user runs: ingest, query, show, delete, sources, stats, eval, demo."""
+"""The commands a user runs: ingest, query, show, delete, sources, outline, stats, eval, demo."""
 
 from __future__ import annotations
 
@@ -502,6 +502,41 @@ def _print_sources(rows: list[dict[str, Any]], as_json: bool) -> None:
     models = {r["collection"]: r["model"] for r in rows}
     for name in sorted(models):
         console.print(Text(f"collection {name}: model {_model_line(models[name])}"))
+
+
+@app.command("outline")
+@clear_errors
+def outline_cmd(
+    collection: str = typer.Option(None, "--collection", "-c", help="Only this collection."),
+    source: str = typer.Option(None, "--source", help="Only this document (its source, as `hrag sources` lists it)."),
+    max_depth: int = typer.Option(3, "--max-depth", help="Deepest level shown (0: the documents only; at most 100)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Show the heading tree of the stored documents, with each section's tokens and node id.
+
+    Sections (and titled leaves such as functions) down to --max-depth, in
+    document order; `hrag show ID` prints a node's children and full text.
+
+    \b
+    Examples:
+        hrag outline -c manuals
+        hrag outline --source handbook.md --max-depth 5
+        hrag outline -c manuals --json
+    """
+    hrag = core.open_hrag()
+    check_collection(hrag, collection)
+    entries = hrag.outline(collection=collection, source=source, max_depth=max_depth)
+    if as_json:
+        print_json([e.model_dump(mode="json") for e in entries])
+        return
+    if not entries:
+        console.print(styled(("no documents stored", "yellow")))
+        return
+    print_columns(["node", "tokens", "children", "outline"],
+                  [[str(e.node_id), f"{e.token_count:,}", str(e.child_count),
+                    "  " * e.depth + (f"{e.source} ({e.collection})" if e.depth == 0 else e.title or f"({e.kind})")]
+                   for e in entries], right={1, 2})
+    console.print(Text("hrag show NODE prints a node's children and full text", style="dim"))
 
 
 @app.command("stats")

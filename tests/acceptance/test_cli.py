@@ -134,8 +134,8 @@ def test_db_status_of_an_uninitialised_data_dir_exits_3(tmp_path: Path) -> None:
 
 #: What each command's --help must document: its subcommands or arguments and its key options.
 HELP: dict[str, list[str]] = {
-    "": ["migrate", "ingest", "query", "show", "delete", "sources", "distribute", "stats", "reembed", "check", "eval",
-         "demo", "db", "serve", "--version"],
+    "": ["migrate", "ingest", "query", "show", "delete", "sources", "outline", "distribute", "stats", "reembed",
+         "check", "eval", "demo", "db", "serve", "--version"],
     "db": ["start", "stop", "status", "url"],
     "migrate": ["revision", "--embedding-dim"],
     "ingest": ["paths", "--collection", "--strategy", "--child", "--max-child-tokens", "--overlap-tokens",
@@ -146,6 +146,7 @@ HELP: dict[str, list[str]] = {
     "show": ["node_id", "--json"],
     "delete": ["source", "--collection"],
     "sources": ["--collection", "--rename-from-paths", "--dry-run", "--json"],
+    "outline": ["--collection", "--source", "--max-depth", "--json"],
     "distribute": [],
     "stats": ["--json"],
     "reembed": ["--collection", "--model", "--cancel", "--json"],

@@ -54,6 +54,7 @@ BRAVO-SECRET: payroll runs on the 25th from the bravo account.
 RETRIEVAL_FUNCTIONS = {
     "search_leaves", "search_hybrid", "parent_child", "parent_child_hits", "auto_merge", "auto_merge_hits",
     "node_text", "check_integrity", "lexical_terms", "term_hash", "visible_collections",
+    "outline", "children", "node",
 }
 
 
@@ -213,6 +214,25 @@ def test_each_tenant_sees_its_own_collections_and_a_multi_collection_tenant_sees
     with as_role(db_url, both) as conn:
         assert ids_of(conn, "SELECT id FROM hrag.nodes") == corpus.a_ids | corpus.b_ids
         assert sorted(conn.execute("SELECT hrag.visible_collections()").fetchone()[0]) == ["a", "b"]
+
+
+def test_a_tenant_outlines_and_expands_only_its_collections_and_another_tenants_source_is_unknown(
+    corpus: Corpus, make_role: Callable[..., str], db_url: str
+) -> None:
+    tenant, both = make_role("tenant_a", ["a"]), make_role("tenant_ab", ["a", "b"])
+    with as_role(db_url, both) as conn:
+        assert {r[0] for r in conn.execute("SELECT source FROM hrag.outline()")} == {"a/handbook.md", "b/secrets.md"}
+    with as_role(db_url, tenant) as conn:
+        rows = conn.execute("SELECT node_id, source, collection, title FROM hrag.outline()").fetchall()
+        assert rows and {r[0] for r in rows} <= corpus.a_ids and {(r[1], r[2]) for r in rows} == {
+            ("a/handbook.md", "a")}
+        assert conn.execute("SELECT * FROM hrag.outline('b')").fetchall() == []
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match=r"no document 'b/secrets\.md' is stored"), \
+                conn.transaction():
+            conn.execute("SELECT * FROM hrag.outline(source => 'b/secrets.md')")
+        assert conn.execute("SELECT * FROM hrag.children(%s)", (corpus.b_root,)).fetchall() == []
+        assert conn.execute("SELECT * FROM hrag.node(%s)", (corpus.b_root,)).fetchall() == []
+        assert {r[0] for r in conn.execute("SELECT node_id FROM hrag.children(%s)", (corpus.a_root,))} <= corpus.a_ids
 
 
 # ------------------------------------------------------------- 2. writing
@@ -391,6 +411,11 @@ PROBES: dict[str, str] = {
     "hrag.sample_hits(integer,text,real)":
         "SELECT CASE WHEN hrag.sample_hits(1000, 'b', 1.0) > 1 THEN 'b' END",
     "hrag.node_text(uuid,uuid)": "SELECT hrag.node_text(%(b_doc)s, %(b_root)s)",
+    # (revision 0028) navigation: b's outline (all collections, or 'b'), b's root expanded and read.
+    "hrag.outline(text,text,integer)": "SELECT * FROM hrag.outline(%(collection)s, NULL, 100)",
+    "hrag._outline(text,text,integer)": "SELECT * FROM hrag._outline(%(collection)s, NULL, 100)",
+    "hrag.children(uuid)": "SELECT * FROM hrag.children(%(b_root)s)",
+    "hrag.node(uuid)": "SELECT * FROM hrag.node(%(b_root)s)",
     # May the caller see b: the marker 'b' when it may.
     "hrag._collection_visible(text)": "SELECT CASE WHEN hrag._collection_visible('b') THEN 'b' END",
     # A collection's size is b's data too (revision 0021): the marker 'b' when visible.
