@@ -523,9 +523,16 @@ def outline_cmd(
         hrag outline --source handbook.md --max-depth 5
         hrag outline -c manuals --json
     """
-    hrag = core.open_hrag()
-    check_collection(hrag, collection)
-    entries = hrag.outline(collection=collection, source=source, max_depth=max_depth)
+    if client.server_url() is not None:
+        from ..models import OutlineEntry
+
+        answer = client.call("GET", "/outline", params={"collection": collection, "source": source,
+                                                        "max_depth": max_depth})
+        entries: list[Any] = [OutlineEntry.model_validate(e) for e in answer]
+    else:
+        hrag = core.open_hrag()
+        check_collection(hrag, collection)
+        entries = hrag.outline(collection=collection, source=source, max_depth=max_depth)
     if as_json:
         print_json([e.model_dump(mode="json") for e in entries])
         return

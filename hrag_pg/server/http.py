@@ -251,6 +251,14 @@ def create_app(open_facade: FacadeFactory, *, token: str | None = None, max_body
                       run: Service = Depends(service)) -> list[dict[str, Any]]:
         return await run.sources(collection)
 
+    @app.get("/outline", summary="The heading tree with node ids and tokens, as `hrag outline --json`")
+    async def outline(collection: str | None = Query(None, description="Only this collection."),
+                      source: str | None = Query(None, description="Only this document."),
+                      max_depth: int = Query(3, description="Deepest level shown (0: the documents only; at most "
+                                                            "100)."),
+                      run: Service = Depends(service)) -> list[dict[str, Any]]:
+        return await run.outline(collection=collection, source=source, max_depth=max_depth)
+
     @app.get("/nodes/{node_id}", summary="One node with its full text and children, as `hrag show --json`")
     async def node(node_id: str, run: Service = Depends(service)) -> dict[str, Any]:
         return await run.node(node_id)

@@ -164,6 +164,15 @@ def build_mcp(service: Callable[[], Service]) -> MCPServer[Any]:
     async def list_sources(collection: Collection = None) -> str:
         return format_sources(await service().sources(collection))
 
+    @server.tool(description=OUTLINE)
+    @_tool_errors
+    async def outline(
+        collection: Collection = None,
+        source: Annotated[str | None, Field(description="Only this document (a source from list_sources).")] = None,
+        max_depth: Annotated[int, Field(description="Levels below each document to show (0 to 100).")] = 3,
+    ) -> str:
+        return format_outline(await service().outline(collection=collection, source=source, max_depth=max_depth))
+
     @server.tool(description=READ_NODE)
     @_tool_errors
     async def read_node(

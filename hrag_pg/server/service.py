@@ -205,3 +205,11 @@ class Service:
                 "; GET /sources lists what is stored"
             raise NotFound(f"no source {source!r} in collection {collection!r}{where}")
         return {"deleted": source, "collection": collection}
+
+    async def outline(self, *, collection: str | None = None, source: str | None = None,
+                      max_depth: int = 3) -> list[dict[str, Any]]:
+        """``hrag outline --json``: the heading tree of the stored documents (a collection's, one source's)."""
+        await self.check_collection(collection)
+        # (an unknown source is InvalidArgument, 400, as it is a usage error for `hrag outline`)
+        entries = await self.facade.outline(collection=collection, source=source, max_depth=max_depth)
+        return [e.model_dump(mode="json") for e in entries]
