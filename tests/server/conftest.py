@@ -62,3 +62,71 @@ def client(ingested: str, make_client: Callable[..., TestClient]) -> TestClient:
 
 def auth(token: str = TOKEN) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
+
+
+# ------------------------------------------------------------------ a real server process
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LiveServer:
+    """``uvicorn tests.server.app:make_app --factory`` on a free loopback port (see tests/server/app.py)."""
+
+    def __init__(self, db_url: str, tmp: Path, *, token: str = TOKEN, delay: float = 0.0) -> None:
+        import os
+        import subprocess
+        import sys
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.marker = tmp / "embedding-started"
+        self.log = tmp / f"server-{self.port}.log"
+        env = {**os.environ, "HRAG_TEST_SERVER_DB": db_url, "HRAG_SERVER_TOKEN": token,
+               "HRAG_TEST_EMBED_DELAY": str(delay), "HRAG_TEST_EMBED_MARKER": str(self.marker)}
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "uvicorn", "tests.server.app:make_app", "--factory", "--host", "127.0.0.1",
+                 "--port", str(self.port), "--timeout-graceful-shutdown", "30"],
+                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        self.wait_ready()
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        import time
+
+        import httpx
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"the server exited {self.process.returncode}: {self.output()}")
+            try:
+                if httpx.get(self.url + "/health", timeout=2).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError(f"the server did not start in {timeout:.0f} s: {self.output()}")
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+
+
+@pytest.fixture
+def live(ingested: str, tmp_path: Path) -> Iterator[LiveServer]:
+    """A real server process on the ingested database, writes enabled with TOKEN."""
+    server = LiveServer(ingested, tmp_path)
+    yield server
+    server.stop()
