@@ -311,7 +311,7 @@ def query_cmd(
         hrag query -c tools -- "--track-origins: what does it show?"     (text starting with -)
     """
     from .. import settings
-    from ..api import check_question
+    from ..limits import check_question
 
     chosen = _chosen_mode(mode, max_tokens)
     in_use = chosen if mode is not None else \

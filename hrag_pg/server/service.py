@@ -19,9 +19,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .. import defaults, limits, migrate, settings
-from ..api import HRAG, AsyncHRAG, check_question
+from ..api import HRAG, AsyncHRAG
 from ..errors import HragError
 from ..ingest.text import TextFormat
+from ..limits import check_question
 
 logger = logging.getLogger("hrag_pg.server")
 
