@@ -14,7 +14,7 @@ $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install --quiet -e '.[embed,multilingual,embedded,pdf,dev,docs,langchain,llama-index]'
+	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install --quiet -e '.[embed,multilingual,embedded,pdf,dev,docs,langchain,llama-index,serve]'
 	touch $@
 
 install: $(BIN)/.installed

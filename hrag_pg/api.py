@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 from typing_extensions import Self, Unpack
 
 from . import collection_model, db, defaults, migrate, queries
+from .argument_limits import MAX_QUESTION_CHARS, check_question  # noqa: F401 - where callers have always found them
 from .async_repository import AsyncRepository
 from .embedders import embedder_for
 from .embedding import (
@@ -55,8 +56,6 @@ from .repository import Progress, Repository, _node_id
 from .retrievers import BaseRetriever, Reads, retriever_for
 from .settings import AutoMergeSettings, BudgetSettings, ParentChildSettings, Scope, Settings, for_method, scoped
 
-#: Longest question accepted; the model reads 256 tokens anyway.
-MAX_QUESTION_CHARS = 10_000
 #: How long a process trusts the collection -> model records it read for questions (see HRAG._query_models).
 MODEL_RECORD_SECONDS = 5.0
 #: Default weight of lexical term overlap in the hybrid score (kept for callers; see :mod:`hrag_pg.defaults`).
@@ -79,17 +78,6 @@ class IngestReport:
     @property
     def nodes(self) -> int:
         return sum(r.nodes for r in self.results)
-
-
-def check_question(question: str) -> str:
-    if not isinstance(question, str) or not question.strip():
-        raise ValueError("the question is empty; ask something")
-    if len(question) > MAX_QUESTION_CHARS:
-        raise ValueError(
-            f"the question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,} "
-            "(the embedding model reads only its first 256 tokens)"
-        )
-    return question
 
 
 class HRAG:

@@ -20,6 +20,20 @@ MAX_COUNT = 1000
 MAX_CONTEXT_TOKENS = 100_000
 #: Ingestion: token sizes of children, overlaps, parents and windows.
 MAX_CHUNK_TOKENS = 100_000
+#: Longest question accepted; the model reads 256 tokens anyway.
+MAX_QUESTION_CHARS = 10_000
+
+
+def check_question(question: str) -> str:
+    """A question that is not empty nor over MAX_QUESTION_CHARS (``hrag_pg.api`` re-exports it)."""
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("the question is empty; ask something")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise ValueError(
+            f"the question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,} "
+            "(the embedding model reads only its first 256 tokens)"
+        )
+    return question
 
 
 def check_count(value: Any, name: str, *, maximum: int = MAX_COUNT) -> int:

@@ -62,3 +62,7 @@ def from_database(exc: Exception) -> Exception:
 
 class ModelMismatchError(EmbeddingError):
     """A collection's vectors were made by another embedding model than the one asked to read or extend them."""
+
+
+class ServerUnavailable(HragError):
+    """``HRAG_SERVER_URL`` names a server that cannot be reached (the CLI exits 3, as for a stopped database)."""

@@ -23,7 +23,7 @@ from typer._click import exceptions as click_exceptions
 from typer.core import TyperArgument, TyperGroup
 
 from .. import __version__, argument_limits
-from ..errors import HragError
+from ..errors import HragError, ServerUnavailable
 from .output import err_console, error_line, print_json
 
 #: Exit statuses, the same for every command (docs/cli.md, "Exit status").
@@ -130,7 +130,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def clear_errors(func: F) -> F:
-    """HragError: one line, exit 1; ValueError (bad arguments): one line, exit 2; Ctrl-C: exit 130.
+    """HragError: one line, exit 1 (3 for a server that cannot be reached); ValueError (bad arguments): one
+    line, exit 2; Ctrl-C: exit 130.
 
     With ``--json`` the error is also printed as JSON on stdout, ``{"error": "..."}``,
     so that a script reading stdout gets valid JSON whatever the outcome.
@@ -146,7 +147,7 @@ def clear_errors(func: F) -> F:
             raise typer.Exit(EXIT_USAGE) from None
         except HragError as exc:
             _fail(str(exc), as_json)
-            raise typer.Exit(EXIT_FAILURE) from None
+            raise typer.Exit(EXIT_NOT_RUNNING if isinstance(exc, ServerUnavailable) else EXIT_FAILURE) from None
         except KeyboardInterrupt:
             report_interrupt()
             if as_json:
@@ -238,3 +239,13 @@ def check_collection(hrag: Any, collection: str | None) -> None:
     if collection not in existing:
         raise HragError(f"no collection {collection!r} in this database; collections: "
                         f"{', '.join(existing) if existing else '(none: ingest something first)'}")
+
+
+def sources_json(hrag: Any, collection: str | None) -> list[dict[str, Any]]:
+    """``hrag sources --json``'s rows (and GET /sources's): each document with its collection's model."""
+    from ..collection_model import as_json
+
+    rows = hrag.sources(collection)
+    models = hrag.collection_models(collection)
+    return [{**r.model_dump(mode="json", exclude={"metadata"}), "metadata": r.metadata,
+             "model": as_json(models[r.collection]) if r.collection in models else None} for r in rows]

@@ -13,6 +13,7 @@ from typer._click.core import ParameterSource
 
 from .. import argument_limits, defaults
 from ..errors import HragError
+from ..server import client
 from . import core
 from .core import (
     EXIT_FAILURE,
@@ -309,7 +310,7 @@ def query_cmd(
         hrag query -c tools -- "--track-origins: what does it show?"     (text starting with -)
     """
     from .. import settings
-    from ..api import check_question
+    from ..argument_limits import check_question
 
     chosen = _chosen_mode(mode, max_tokens)
     in_use = chosen if mode is not None else \
@@ -329,14 +330,19 @@ def query_cmd(
     if max_tokens is not None:
         argument_limits.check_count(max_tokens, "--max-tokens", maximum=argument_limits.MAX_CONTEXT_TOKENS)
     filter_value = json_object(filter_json, "--filter")
-    hrag = core.open_hrag(model)
-    check_collection(hrag, collection)
     options: dict[str, Any] = {"collection": collection, "filter": filter_value, "lexical_weight": lexical_weight,
                                "min_relative_score": min_relative_score}
     given = {"top_k": top_k, "max_tokens": max_tokens, "max_parents": max_parents if mode == "parent-child" else None,
              "merge_threshold": merge_threshold if mode == "auto-merge" else None}
     options.update({name: value for name, value in given.items() if value is not None})
-    context = hrag.context(text, settings.for_mode(mode, **options))
+    if client.server_url() is not None:
+        _refuse_model_through_server(model)
+        context: Any = _context_from_server(client.call("POST", "/retrieve", body={"question": text, "mode": mode,
+                                                                                    **options}))
+    else:
+        hrag = core.open_hrag(model)
+        check_collection(hrag, collection)
+        context = hrag.context(text, settings.for_mode(mode, **options))
     if as_json:
         payload: dict[str, Any] = {"mode": mode, "results": [result_json(r) for r in context.results]}
         if max_tokens is not None:
@@ -348,6 +354,21 @@ def query_cmd(
     if context.dropped:
         console.print(styled((f"dropped {len(context.dropped)} results over the {max_tokens}-token budget:",
                               "yellow"), " " + ", ".join(" › ".join(r.heading_path[-2:]) for r in context.dropped)))
+
+
+def _refuse_model_through_server(model: str | None) -> None:
+    if model is not None:
+        raise ValueError(f"--model cannot be used through a server ({client.ENV_SERVER_URL} is set): the server "
+                         f"embeds with its own model; unset {client.ENV_SERVER_URL} to use --model")
+
+
+def _context_from_server(payload: dict[str, Any]) -> Any:
+    """The server's answer (``hrag query --json``'s object, each result with its rank) as a Context."""
+    from ..models import Context, RetrievalResult
+
+    return Context(results=[RetrievalResult.model_validate(r) for r in payload["results"]],
+                   dropped=[RetrievalResult.model_validate(r) for r in payload.get("dropped", [])],
+                   total_tokens=payload.get("total_tokens", 0))
 
 
 # ------------------------------------------------------------ show/delete/stats
@@ -430,6 +451,9 @@ def sources_cmd(
     for path in rename_from_paths or []:
         if not path.exists():
             raise ValueError(f"{path}: no such file or directory")
+    if not rename_from_paths and client.server_url() is not None:
+        _print_sources(client.call("GET", "/sources", params={"collection": collection}), as_json)
+        return
     hrag = core.open_hrag()
     if rename_from_paths:
         plans = hrag.rename_from_paths(rename_from_paths, collection=collection or "default", dry_run=dry_run)
@@ -442,20 +466,29 @@ def sources_cmd(
             console.print(f"{p.status:9} {arrow}" + ("" if p.old else f"  ({p.path})"), highlight=False)
         return
     check_collection(hrag, collection)
-    rows = hrag.sources(collection)
-    models = hrag.collection_models(collection)
+    _print_sources(core.sources_json(hrag, collection), as_json)
+
+
+def _print_sources(rows: list[dict[str, Any]], as_json: bool) -> None:
+    """``hrag sources``' output from its JSON rows (read here or answered by a server: printed the same)."""
+    import datetime
+
     if as_json:
-        print_json([{**r.model_dump(mode="json", exclude={"metadata"}), "metadata": r.metadata,
-                     "model": _model_json(models.get(r.collection))} for r in rows])
+        print_json(rows)
         return
     if not rows:
         console.print(styled(("no documents stored", "yellow")))
         return
+
+    def updated(value: str) -> str:  # (Python 3.10's fromisoformat does not read a "Z")
+        return datetime.datetime.fromisoformat(value.replace("Z", "+00:00")).strftime("%Y-%m-%d %H:%M:%S %Z")
+
     print_columns(["source", "collection", "nodes", "updated"],
-                  [[r.source, r.collection, f"{r.nodes:,}", r.updated_at.strftime("%Y-%m-%d %H:%M:%S %Z")]
-                   for r in rows], right={2})
-    for name in sorted({r.collection for r in rows}):
-        console.print(Text(f"collection {name}: model {_model_line(models.get(name))}"))
+                  [[r["source"], r["collection"], f"{r['nodes']:,}", updated(r["updated_at"])] for r in rows],
+                  right={2})
+    models = {r["collection"]: r["model"] for r in rows}
+    for name in sorted(models):
+        console.print(Text(f"collection {name}: model {_model_line(models[name])}"))
 
 
 @app.command("outline")
@@ -477,9 +510,16 @@ def outline_cmd(
         hrag outline --source handbook.md --max-depth 5
         hrag outline -c manuals --json
     """
-    hrag = core.open_hrag()
-    check_collection(hrag, collection)
-    entries = hrag.outline(collection=collection, source=source, max_depth=max_depth)
+    if client.server_url() is not None:
+        from ..models import OutlineEntry
+
+        answer = client.call("GET", "/outline", params={"collection": collection, "source": source,
+                                                        "max_depth": max_depth})
+        entries: list[Any] = [OutlineEntry.model_validate(e) for e in answer]
+    else:
+        hrag = core.open_hrag()
+        check_collection(hrag, collection)
+        entries = hrag.outline(collection=collection, source=source, max_depth=max_depth)
     if as_json:
         print_json([e.model_dump(mode="json") for e in entries])
         return
@@ -521,10 +561,11 @@ def _model_json(identity: Any) -> dict[str, Any] | None:
     return as_json(identity) if identity is not None else None
 
 
-def _model_line(identity: Any) -> str:
-    if identity is None:
+def _model_line(model: dict[str, Any] | None) -> str:
+    """A collection's recorded model (its ``--json`` record) as ``ModelIdentity.describe`` says it."""
+    if model is None:
         return "(not recorded: ingested before hrag-pg recorded models; the next ingest records it)"
-    return str(identity.describe())
+    return f"{model['model']} ({model['dimension']} dimensions, weights {model['fingerprint'] or 'unknown'})"
 
 
 @app.command("eval")

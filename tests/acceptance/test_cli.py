@@ -135,7 +135,7 @@ def test_db_status_of_an_uninitialised_data_dir_exits_3(tmp_path: Path) -> None:
 #: What each command's --help must document: its subcommands or arguments and its key options.
 HELP: dict[str, list[str]] = {
     "": ["migrate", "ingest", "query", "show", "delete", "sources", "outline", "distribute", "stats", "reembed",
-         "check", "eval", "demo", "db", "--version"],
+         "check", "eval", "demo", "db", "serve", "--version"],
     "db": ["start", "stop", "status", "url"],
     "migrate": ["revision", "--embedding-dim"],
     "ingest": ["paths", "--collection", "--strategy", "--child", "--max-child-tokens", "--overlap-tokens",
@@ -153,6 +153,7 @@ HELP: dict[str, list[str]] = {
     "check": ["--repair", "--json"],
     "eval": ["questions", "--mode", "--collection", "--max-tokens", "--lexical-weight", "--json"],
     "demo": ["--max-lines"],
+    "serve": ["--host", "--port", "--mcp", "--model", "--max-body-mb", "HRAG_SERVER_TOKEN", "HRAG_SERVER_URL"],
 }
 
 

@@ -1,0 +1,62 @@
+"""The CLI's side of ``hrag serve``: with ``HRAG_SERVER_URL`` set, ``hrag query``/``sources`` ask the server.
+
+No database connection, no model, no torch: this module imports httpx and
+hrag's errors only (``tests/server/test_cli_through_server.py`` checks it),
+so a question costs a process start and one HTTP round trip.  The server
+answers with the CLI's own ``--json`` objects, so the CLI prints what it
+would have printed itself.  A server that cannot be reached is
+:class:`~hrag_pg.errors.ServerUnavailable` (exit 3); an error it answers
+carries the server's message: 400/422 as ValueError (exit 2, a usage
+error as locally), anything else as HragError (exit 1).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..errors import HragError, ServerUnavailable
+
+#: The server to ask instead of the database, e.g. http://127.0.0.1:8740 (unset or empty: none).
+ENV_SERVER_URL = "HRAG_SERVER_URL"
+#: Seconds to wait for an answer (the first question after a start may load the model).
+TIMEOUT = 120.0
+
+
+def server_url() -> str | None:
+    """``HRAG_SERVER_URL`` without a trailing slash, or None when unset or empty."""
+    value = os.environ.get(ENV_SERVER_URL, "").strip().rstrip("/")
+    return value or None
+
+
+def call(method: str, path: str, *, params: dict[str, Any] | None = None, body: Any = None) -> Any:
+    """One request to the server; its JSON answer, or the server's error message raised."""
+    import httpx
+
+    url = server_url()
+    if url is None:
+        raise HragError(f"{ENV_SERVER_URL} is not set")
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"{ENV_SERVER_URL} must be an http:// or https:// URL, got {url!r}")
+    query = {k: v for k, v in (params or {}).items() if v is not None}
+    try:
+        response = httpx.request(method, url + path, params=query, json=body, timeout=TIMEOUT)
+    except httpx.TimeoutException:
+        raise HragError(f"the hrag server at {url} ({ENV_SERVER_URL}) did not answer within {TIMEOUT:.0f} s") \
+            from None
+    except httpx.TransportError as exc:
+        reason = str(exc).strip() or type(exc).__name__
+        raise ServerUnavailable(f"cannot reach the hrag server at {url} ({ENV_SERVER_URL}): {reason}; start it "
+                                f"with `hrag serve`, or unset {ENV_SERVER_URL} to use the database directly") from None
+    try:
+        payload = response.json()
+    except ValueError:
+        payload = None
+    if response.is_success:
+        return payload
+    message = payload.get("error") if isinstance(payload, dict) else None
+    if not isinstance(message, str) or not message:
+        message = f"the hrag server at {url} answered {response.status_code} {response.reason_phrase} to {path}"
+    if response.status_code in (400, 422):
+        raise ValueError(message)
+    raise HragError(message)

@@ -1,0 +1,81 @@
+"""``hrag serve`` itself, with the real model: ``hrag query`` prints the same with HRAG_SERVER_URL as without."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from hrag_pg.api import HRAG
+from tests.server.conftest import GUIDE, ROOT, RULES, free_port
+from tests.server.test_live_server import hrag_cli
+
+pytestmark = pytest.mark.model
+
+QUERIES = [
+    ("試用期間中の2ヶ月間、通勤手当と昼食手当は支給されますか？", "-c", "hr", "--json"),
+    ("試用期間中の2ヶ月間、通勤手当と昼食手当は支給されますか？", "-c", "hr", "--max-tokens", "300", "--json"),
+    ("How do I check pgvector?", "-c", "manuals", "--mode", "auto-merge", "--top-k", "6", "--json"),
+    ("How do I check pgvector?", "--json"),  # two collections, two models: the same error both ways
+    ("How do I check pgvector?", "-c", "manuals", "--max-tokens", "200"),
+    ("退職の手続", "-c", "hr", "--mode", "parent-child", "--max-parents", "2"),
+]
+
+
+@pytest.fixture
+def served(db_url: str, tmp_path: Path) -> Iterator[str]:
+    hrag = HRAG(db_url)
+    hrag.ingest_text(RULES, source="work_rules_ja.md", collection="hr")
+    hrag.ingest_text(GUIDE, source="guide.md", collection="manuals", metadata={"lang": "en"})
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "HRAG_SERVER_URL"}
+    env["HRAG_DATABASE_URL"] = db_url
+    log = (tmp_path / "serve.log").open("wb")
+    process = subprocess.Popen([sys.executable, "-m", "hrag_pg.cli", "serve", "--port", str(port)], cwd=ROOT,
+                               env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        assert process.poll() is None, (tmp_path / "serve.log").read_text()
+        try:
+            if httpx.get(url + "/health", timeout=2).json().get("model_loaded"):
+                break
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, "hrag serve did not start"
+        time.sleep(0.2)
+    yield url
+    process.terminate()
+    process.wait(60)
+    log.close()
+    assert "Application shutdown complete." in (tmp_path / "serve.log").read_text()
+
+
+@pytest.mark.parametrize("args", QUERIES, ids=lambda a: " ".join(a[1:]) or "default")
+def test_hrag_query_prints_the_same_through_hrag_serve(served: str, db_url: str, args: tuple[str, ...]) -> None:
+    started = time.perf_counter()
+    through = hrag_cli("query", *args, server=served, database="postgresql://nobody@127.0.0.1:1/none")
+    through_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    direct = hrag_cli("query", *args, server=None, database=db_url)
+    direct_seconds = time.perf_counter() - started
+    print(f"\nhrag query {' '.join(args[1:])}: {through_seconds:.2f} s through the server, "
+          f"{direct_seconds:.2f} s without")
+    assert (through.stdout, through.stderr, through.returncode) == (direct.stdout, direct.stderr, direct.returncode)
+    assert direct.returncode == (1 if args == ("How do I check pgvector?", "--json") else 0), direct.stderr
+
+
+def test_one_retrieve_request_to_hrag_serve(served: str) -> None:
+    body = {"question": QUERIES[0][0], "collection": "hr", "max_tokens": 2000}
+    with httpx.Client(base_url=served) as client:
+        client.post("/retrieve", json=body)  # (the connection is made)
+        started = time.perf_counter()
+        answer = client.post("/retrieve", json=body)
+        print(f"\nPOST /retrieve: {1000 * (time.perf_counter() - started):.0f} ms")
+    assert answer.status_code == 200 and "毎月25日" in answer.json()["results"][0]["content"]
