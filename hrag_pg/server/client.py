@@ -31,7 +31,11 @@ def server_url() -> str | None:
 
 def call(method: str, path: str, *, params: dict[str, Any] | None = None, body: Any = None) -> Any:
     """One request to the server; its JSON answer, or the server's error message raised."""
-    import httpx
+    try:
+        import httpx
+    except ImportError:
+        raise HragError(f"{ENV_SERVER_URL} is set, but httpx is not installed: install hrag-pg[serve], "
+                        f"or unset {ENV_SERVER_URL} to use the database directly") from None
 
     url = server_url()
     if url is None:
