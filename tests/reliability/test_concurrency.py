@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 import hrag_pg.repository as repository_module
-from hrag_pg import db
+from hrag_pg import db, queries
 from hrag_pg.ingest.flatten import FlatDocument
 from hrag_pg.ingest.markdown import parse_markdown
 from hrag_pg.queries import Search
@@ -264,9 +264,11 @@ def test_readers_during_reingestion_see_one_whole_version_never_a_mix_never_noth
                 if time.monotonic() - started > 2.0:
                     break
                 if kind == "parent-child":
-                    results = repo.parent_child(Search(query), top_k_children=10, max_parents=3)
+                    results = [queries.to_result(kind, row) for row in repo.fetch(
+                        *queries.plan_parent_child(Search(query), 10, 3, None))]
                 else:
-                    results = repo.auto_merge(Search(query), top_k=12, merge_threshold=0.4)
+                    results = [queries.to_result(kind, row) for row in repo.fetch(
+                        *queries.plan_auto_merge(Search(query), 12, 0.4))]
                 seen[version_of(kind, results)] += 1
         finally:
             repo.engine.dispose()

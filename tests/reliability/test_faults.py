@@ -31,7 +31,7 @@ from typer.testing import CliRunner
 import hrag_pg.api as api_module
 import hrag_pg.async_repository as async_repository
 import hrag_pg.repository as repository_module
-from hrag_pg import db
+from hrag_pg import db, queries
 from hrag_pg.api import HRAG, AsyncHRAG
 from hrag_pg.cli import app
 from hrag_pg.errors import ConfigurationError, ConnectionLost, HragError, QueryCancelled
@@ -536,12 +536,12 @@ def test_cancelled_retrieval_holds_no_lock_afterwards_and_a_writer_proceeds_at_o
     drivers: list[psycopg.Connection] = []
     sa.event.listen(repo.engine, "checkout", lambda dbapi, _record, _proxy: drivers.append(dbapi))
     query = embedder.vector("Rule 7: employees submit form F-007")
-    assert repo.parent_child(Search(query), top_k_children=20)
+    assert repo.fetch(*queries.plan_parent_child(Search(query), 20, 4, None))
     outcome: list[Any] = []
 
     def retrieve() -> None:
         try:
-            outcome.append(repo.parent_child(Search(query), top_k_children=20))
+            outcome.append(repo.fetch(*queries.plan_parent_child(Search(query), 20, 4, None)))
         except BaseException as exc:  # noqa: BLE001
             outcome.append(exc)
 
@@ -578,7 +578,7 @@ def test_cancelled_retrieval_holds_no_lock_afterwards_and_a_writer_proceeds_at_o
     assert writer.node_text(root_id(sql, source)) == expected_text(doc)
 
     # The cancelled repository's next call works on the same pool.
-    assert repo.parent_child(Search(query), top_k_children=20)
+    assert repo.fetch(*queries.plan_parent_child(Search(query), 20, 4, None))
     repo.engine.dispose()
     writer.engine.dispose()
 
