@@ -56,9 +56,9 @@ node id for its full text."""
 
 READ_NODE = """\
 Read one node (a document, chapter, section or paragraph) by its node id, as given by `retrieve`
-or `outline`: its heading path, kind, its children (id, kind, title) and its full text (its own
-text plus all of its descendants'). Use it to widen a passage `retrieve` found to its whole
-section, or to read a section picked from `outline`."""
+or `outline`: its heading path, kind, its children (id, kind, and title or the start of its text)
+and its full text (its own text plus all of its descendants'). Use it to widen a passage `retrieve`
+found to its whole section, or to read a section picked from `outline`."""
 
 
 def _tool_errors(func: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
@@ -128,7 +128,8 @@ def format_node(node: dict[str, Any]) -> str:
              + (f", parent {node['parent_id']}" if node["parent_id"] else "")]
     if node["children"]:
         lines.append(f"children ({len(node['children'])}):")
-        lines += [f"- {c['id']} {c['kind']} {c['title'] or ''}".rstrip() for c in node["children"]]
+        lines += [f"- {c['id']} {c['kind']} {c['title'] or c.get('lead') or ''}".rstrip()
+                  for c in node["children"]]
     else:
         lines.append("children: none")
     lines += ["", "full text:", node["full_text"] or ""]
@@ -178,7 +179,7 @@ def build_mcp(service: Callable[[], Service]) -> MCPServer[Any]:
     async def read_node(
         node_id: Annotated[str, Field(description="A node id (UUID) from retrieve or outline.")],
     ) -> str:
-        return format_node(await service().node(node_id))
+        return format_node(await service().node(node_id, leads=True))
 
     return server
 

@@ -65,6 +65,12 @@ def check_settings(options: dict[str, Any]) -> None:
             raise ValueError(f"min_score must be a number, got {value!r}")
 
 
+def lead(content: str, length: int = 60) -> str:
+    """The start of a node's text on one line (its heading markers and line breaks collapsed)."""
+    text = " ".join(content.split())
+    return text if len(text) <= length else text[:length] + "…"
+
+
 def result_payload(result: Any) -> dict[str, Any]:
     """One result as ``hrag query --json`` prints it, plus its ``rank`` (what the CLI's text output shows)."""
     from ..cli.output import result_json
@@ -160,8 +166,12 @@ class Service:
         await self.check_collection(collection)
         return await self._thread(sources_json, self.hrag, collection)
 
-    async def node(self, node_id: str) -> dict[str, Any]:
-        """``hrag show --json``: the node, its full text (its subtree's) and its children."""
+    async def node(self, node_id: str, *, leads: bool = False) -> dict[str, Any]:
+        """``hrag show --json``: the node, its full text (its subtree's) and its children.
+
+        ``leads``: each child also gets ``lead``, the start of its own text (what ``hrag show``
+        prints for a child without a title), so a reader can tell untitled paragraphs apart.
+        """
         try:
             parsed = uuid.UUID(node_id)
         except ValueError:
@@ -172,7 +182,8 @@ class Service:
         children = await self._thread(self.hrag.repository.children, parsed)
         full_text = await self._thread(self.hrag.repository.node_text, parsed)
         return {**node.model_dump(mode="json"), "full_text": full_text,
-                "children": [{"id": str(c.id), "kind": c.kind, "title": c.title} for c in children]}
+                "children": [{"id": str(c.id), "kind": c.kind, "title": c.title}
+                             | ({"lead": lead(c.content)} if leads else {}) for c in children]}
 
     async def health(self) -> dict[str, Any]:
         """Database reachable (through the pool), its schema revision against this hrag-pg's, the model."""

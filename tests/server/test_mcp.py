@@ -38,6 +38,7 @@ async def tour(session: ClientSession) -> None:
     node = text_of(await session.call_tool("read_node", {"node_id": article.group(1)}))
     assert node.startswith(f"node {article.group(1)}: 就業規則 › 第2章 勤務 › 第4条") and "毎月25日" in node
     assert "children (" in node
+    assert re.search(r"^- [0-9a-f-]{36} \w+ 4\. 各手当は、毎月25日", node, re.M), node  # an untitled child's lead
 
     answer = text_of(await session.call_tool("retrieve", {"question": "試用期間中の通勤手当と昼食手当",
                                                           "collection": "hr", "max_tokens": 400}))
