@@ -151,8 +151,10 @@ class Service:
             chosen = settings.for_mode(mode, **scope, **options)
         except TypeError as exc:  # a setting of another mode, or none at all: say which
             raise ValueError(str(exc)) from None
-        await self.check_collection(collection)
         context = await self.facade.context(question, chosen)
+        if not context.results and collection is not None:
+            # Nothing found may mean no such collection: that costs a round trip only then, not per question.
+            await self.check_collection(collection)
         payload: dict[str, Any] = {"mode": mode, "results": [result_payload(r) for r in context.results]}
         if max_tokens is not None:
             payload["total_tokens"] = context.total_tokens
