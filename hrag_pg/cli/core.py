@@ -249,3 +249,23 @@ def sources_json(hrag: Any, collection: str | None) -> list[dict[str, Any]]:
     models = hrag.collection_models(collection)
     return [{**r.model_dump(mode="json", exclude={"metadata"}), "metadata": r.metadata,
              "model": as_json(models[r.collection]) if r.collection in models else None} for r in rows]
+
+
+def node_json(hrag: Any, node_id: str) -> dict[str, Any] | None:
+    """``hrag show --json``'s object (and GET /nodes/{id}'s): the node, its full text, its children with
+    the start of their text (``lead``, what tells untitled paragraphs apart); None for an unknown node."""
+    import uuid
+
+    from .output import lead
+
+    try:
+        parsed = uuid.UUID(node_id)
+    except ValueError:
+        raise ValueError(f"{node_id!r} is not a node id (a UUID)") from None
+    node = hrag.repository.get_node(parsed)
+    if node is None:
+        return None
+    children = hrag.repository.children(parsed)
+    return {**node.model_dump(mode="json"), "full_text": hrag.repository.node_text(parsed),
+            "children": [{"id": str(c.id), "kind": c.kind, "title": c.title, "lead": lead(c.content)}
+                         for c in children]}

@@ -309,7 +309,7 @@ def serve_cmd(
     open, so a question costs only the search. Reads are open; writes
     (POST/DELETE /documents) need the header 'Authorization: Bearer $HRAG_SERVER_TOKEN',
     and are refused while HRAG_SERVER_TOKEN is unset. With HRAG_SERVER_URL set
-    (e.g. http://127.0.0.1:8740), `hrag query`, `hrag sources` and `hrag outline` ask the server.
+    (e.g. http://127.0.0.1:8740), `hrag query`, `hrag sources`, `hrag outline` and `hrag show` ask the server.
     SIGTERM or Ctrl-C finishes the requests under way, then stops. See docs/serve.md.
 
     \b

@@ -387,29 +387,22 @@ def show_cmd(
         hrag show 0193c1d2-7a7e-7c3e-9f55-2f1e6a0b9c41
         hrag show 0193c1d2-7a7e-7c3e-9f55-2f1e6a0b9c41 --json
     """
-    import uuid
-
-    try:
-        parsed = uuid.UUID(node_id)
-    except ValueError:
-        raise ValueError(f"{node_id!r} is not a node id (a UUID)") from None
-    hrag = core.open_hrag()
-    node = hrag.repository.get_node(parsed)
-    if node is None:
-        raise HragError(f"no node {node_id} in this database")
-    children = hrag.repository.children(parsed)
-    full_text = hrag.repository.node_text(parsed)
+    if client.server_url() is not None:
+        shown = client.call("GET", f"/nodes/{node_id}")
+    else:
+        shown = core.node_json(core.open_hrag(), node_id)
+        if shown is None:
+            raise HragError(f"no node {node_id} in this database")
     if as_json:
-        print_json({**node.model_dump(mode="json"), "full_text": full_text,
-                    "children": [{"id": str(c.id), "kind": c.kind, "title": c.title} for c in children]})
+        print_json(shown)
         return
-    console.print(styled((" › ".join(node.heading_path), "bold cyan"),
-                         f"  ({node.kind}, depth {node.depth}, {plural(node.child_count, 'child', 'children')}, "
-                         f"collection {node.collection})"))
-    for c in children:
-        console.print(f"  └ {c.id}  {c.kind}  {c.title or c.content[:60]!s}")
+    console.print(styled((" › ".join(shown["heading_path"]), "bold cyan"),
+                         f"  ({shown['kind']}, depth {shown['depth']}, "
+                         f"{plural(shown['child_count'], 'child', 'children')}, collection {shown['collection']})"))
+    for c in shown["children"]:
+        console.print(f"  └ {c['id']}  {c['kind']}  {c['title'] or c['lead']}")
     console.print()
-    console.print(full_text or "")
+    console.print(shown["full_text"] or "")
 
 
 @app.command("delete")

@@ -179,7 +179,7 @@ def build_mcp(service: Callable[[], Service]) -> MCPServer[Any]:
     async def read_node(
         node_id: Annotated[str, Field(description="A node id (UUID) from retrieve or outline.")],
     ) -> str:
-        return format_node(await service().node(node_id, leads=True))
+        return format_node(await service().node(node_id))
 
     return server
 

@@ -14,7 +14,6 @@ import asyncio
 import functools
 import logging
 import math
-import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -63,12 +62,6 @@ def check_settings(options: dict[str, Any]) -> None:
         elif name == "min_score" and (isinstance(value, bool) or not isinstance(value, (int, float))
                                       or not math.isfinite(value)):
             raise ValueError(f"min_score must be a number, got {value!r}")
-
-
-def lead(content: str, length: int = 60) -> str:
-    """The start of a node's text on one line (its heading markers and line breaks collapsed)."""
-    text = " ".join(content.split())
-    return text if len(text) <= length else text[:length] + "…"
 
 
 def result_payload(result: Any) -> dict[str, Any]:
@@ -168,24 +161,14 @@ class Service:
         await self.check_collection(collection)
         return await self._thread(sources_json, self.hrag, collection)
 
-    async def node(self, node_id: str, *, leads: bool = False) -> dict[str, Any]:
-        """``hrag show --json``: the node, its full text (its subtree's) and its children.
+    async def node(self, node_id: str) -> dict[str, Any]:
+        """``hrag show --json``: the node, its full text (its subtree's) and its children."""
+        from ..cli.core import node_json
 
-        ``leads``: each child also gets ``lead``, the start of its own text (what ``hrag show``
-        prints for a child without a title), so a reader can tell untitled paragraphs apart.
-        """
-        try:
-            parsed = uuid.UUID(node_id)
-        except ValueError:
-            raise ValueError(f"{node_id!r} is not a node id (a UUID)") from None
-        node = await self._thread(self.hrag.repository.get_node, parsed)
-        if node is None:
+        payload = await self._thread(node_json, self.hrag, node_id)
+        if payload is None:
             raise NotFound(f"no node {node_id} in this database")
-        children = await self._thread(self.hrag.repository.children, parsed)
-        full_text = await self._thread(self.hrag.repository.node_text, parsed)
-        return {**node.model_dump(mode="json"), "full_text": full_text,
-                "children": [{"id": str(c.id), "kind": c.kind, "title": c.title}
-                             | ({"lead": lead(c.content)} if leads else {}) for c in children]}
+        return payload
 
     async def health(self) -> dict[str, Any]:
         """Database reachable (through the pool), its schema revision against this hrag-pg's, the model."""

@@ -121,6 +121,19 @@ def test_the_cli_prints_the_same_through_the_server(live: LiveServer, ingested: 
         assert json.loads(through.stdout)
 
 
+def test_hrag_show_prints_the_same_through_the_server(live: LiveServer, ingested: str) -> None:
+    with psycopg.connect(ingested.replace("postgresql+psycopg://", "postgresql://")) as conn:
+        row = conn.execute("SELECT id FROM hrag.nodes WHERE child_count > 0 "
+                           "ORDER BY depth DESC, seq LIMIT 1").fetchone()
+    assert row is not None
+    for args in (("show", str(row[0])), ("show", str(row[0]), "--json"),
+                 ("show", "00000000-0000-0000-0000-000000000000"), ("show", "not-a-uuid", "--json")):
+        through = hrag_cli(*args, server=live.url, database="postgresql://nobody@127.0.0.1:1/none")
+        direct = hrag_cli(*args, server=None, database=ingested)
+        assert (through.stdout, through.stderr, through.returncode) == \
+            (direct.stdout, direct.stderr, direct.returncode), args
+
+
 def test_a_query_through_the_server_loads_neither_torch_nor_the_facade(live: LiveServer) -> None:
     code = ("import sys\n"
             "from hrag_pg.cli import app\n"
