@@ -18,6 +18,8 @@ import contextlib
 import dataclasses
 import datetime
 import functools
+import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -56,6 +58,9 @@ from .repository import Progress, Repository, _node_id
 from .retrievers import BaseRetriever, Reads, retriever_for
 from .settings import AutoMergeSettings, BudgetSettings, ParentChildSettings, Scope, Settings, for_method, scoped
 
+#: Questions embedded at once in this process: one per core.  More threads (a server's concurrent
+#: requests) only take turns on the same cores and each waits longer (bench/serve_load.py).
+_EMBEDDING_SLOTS = threading.BoundedSemaphore(os.cpu_count() or 1)
 #: How long a process trusts the collection -> model records it read for questions (see HRAG._query_models).
 MODEL_RECORD_SECONDS = 5.0
 #: Default weight of lexical term overlap in the hybrid score (kept for callers; see :mod:`hrag_pg.defaults`).
@@ -225,7 +230,8 @@ class HRAG:
     def embed_query(self, question: str, collection: str | None = None) -> np.ndarray:
         check_question(question)
         embedder = self.query_embedder(collection)
-        return np.asarray(embed_queries(embedder, [question])[0], dtype=np.float32)
+        with _EMBEDDING_SLOTS:
+            return np.asarray(embed_queries(embedder, [question])[0], dtype=np.float32)
 
     # ------------------------------------------------------------- ingestion
 
