@@ -49,9 +49,9 @@ RUN_ELSEWHERE = {
 }
 
 
-def blocks(language: str) -> list[str]:
-    """The README's fenced blocks tagged ``language``, in order."""
-    return re.findall(rf"^```{language}\n(.*?)^```", README.read_text(encoding="utf-8"), flags=re.S | re.M)
+def blocks(language: str, page: Path = README) -> list[str]:
+    """The fenced blocks of ``page`` (the README) tagged ``language``, in order."""
+    return re.findall(rf"^```{language}\n(.*?)^```", page.read_text(encoding="utf-8"), flags=re.S | re.M)
 
 
 def shell_commands() -> list[list[str]]:
@@ -114,3 +114,13 @@ def test_the_readme_cli_quickstart_ingests_and_answers_with_a_budget_and_by_auto
     assert "certctl rotate" in budget
     payload = json.loads(merged)
     assert payload["mode"] == "auto-merge" and "certctl rotate" in payload["results"][0]["content"]
+
+
+@pytest.mark.parametrize("page", ["guide.md", "modes.md"])
+def test_the_python_examples_of_the_docs_pages_run(page: str, quickstart_dir: Path) -> None:
+    """The guide's and the modes page's Python (switching.md's runs in tests/adapters)."""
+    namespace: dict[str, object] = {"__name__": page}
+    examples = blocks("python", README.parent / "docs" / page)
+    assert examples
+    for block in examples:
+        exec(compile(block, f"docs/{page} ({block.splitlines()[0]})", "exec"), namespace)
