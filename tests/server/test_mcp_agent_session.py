@@ -6,8 +6,8 @@ what an agent does with the tools' text: ``outline`` the collection, pick the
 article by its title on an outline line and take the node id printed there,
 ``read_node`` it (and, for the narrow question, the child paragraph whose
 text starts with 8.1), then ``retrieve`` the question.  The answer must be in
-the node read and in the first passage retrieved (hrag_pg/demo.py's CASES,
-/work/shared/DESIGN.md's worked examples).
+the node read and in the first passage retrieved (the cases of hrag_pg/demo.py,
+the design's worked examples).
 """
 
 from __future__ import annotations
