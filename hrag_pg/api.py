@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 from typing_extensions import Self, Unpack
 
 from . import collection_model, db, defaults, migrate, queries
-from .argument_limits import MAX_QUESTION_CHARS, check_question  # noqa: F401 - where callers have always found them
+from .argument_limits import MAX_QUESTION_CHARS, check_question  # noqa: F401 - public: hrag_pg.api is where the API reference documents them
 from .async_repository import AsyncRepository
 from .embedders import embedder_for
 from .embedding import (
@@ -44,7 +44,7 @@ from .embedding import (
     identity_of,
     model_for_texts,
 )
-from .errors import HragError, IngestError, ModelMismatchError
+from .errors import HragError, IngestError, ModelMismatchError, NotFound
 from .ingest.children import QuestionGenerator
 from .ingest.flatten import FILE_PATH_KEY
 from .ingest.loaders import load_document
@@ -537,7 +537,7 @@ class HRAG:
         """
         target = self._checked(embedder_for(canonical_name(model)) if isinstance(model, str) else model)
         if collection not in self.repository.collections():
-            raise HragError(f"no collection {collection!r} in this database")
+            raise NotFound(f"no collection {collection!r} in this database")
         identity = identity_of(target)
         with self.repository.engine.begin() as conn:
             # (a collection ingested before models were recorded adopts the model this installation uses)

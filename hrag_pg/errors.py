@@ -64,5 +64,9 @@ class ModelMismatchError(EmbeddingError):
     """A collection's vectors were made by another embedding model than the one asked to read or extend them."""
 
 
+class NotFound(HragError):
+    """What the caller names does not exist, or this role cannot see it: a collection, a node, a source."""
+
+
 class ServerUnavailable(HragError):
     """``HRAG_SERVER_URL`` names a server that cannot be reached (the CLI exits 3, as for a stopped database)."""

@@ -141,6 +141,16 @@ def names_of(cls: type[Settings]) -> tuple[str, ...]:
     return tuple(names if "top_k" in names else [*names, "top_k"])
 
 
+def chosen_mode(mode: str | None, max_tokens: int | None, *, option: str = "mode") -> str:
+    """``mode`` as given, or the default of a call that names no mode: the budget mode with a budget,
+    else parent-child (the seed's small-to-big)."""
+    if mode is None:
+        mode = "auto" if max_tokens is not None else "parent-child"
+    if mode not in BY_MODE:
+        raise ValueError(f"{option} must be one of {', '.join(BY_MODE)}, got {mode!r}")
+    return mode
+
+
 def for_mode(mode: str, **options: Any) -> Settings:
     """The settings of ``mode`` from flat names, as the CLI, the adapters and the server take them.
 

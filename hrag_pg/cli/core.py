@@ -23,7 +23,7 @@ from typer._click import exceptions as click_exceptions
 from typer.core import TyperArgument, TyperGroup
 
 from .. import __version__, argument_limits
-from ..errors import HragError, ServerUnavailable
+from ..errors import HragError, NotFound, ServerUnavailable
 from .output import err_console, error_line, print_json
 
 #: Exit statuses, the same for every command (docs/cli.md, "Exit status").
@@ -237,7 +237,7 @@ def check_collection(hrag: Any, collection: str | None) -> None:
         return
     existing = hrag.repository.collections()
     if collection not in existing:
-        raise HragError(f"no collection {collection!r} in this database; collections: "
+        raise NotFound(f"no collection {collection!r} in this database; collections: "
                         f"{', '.join(existing) if existing else '(none: ingest something first)'}")
 
 

@@ -237,16 +237,12 @@ def _interrupted(done: list[Any], failed: list[tuple[str, str]], stopped_in: Pat
 
 # ------------------------------------------------------------------------ query
 
-MODES = defaults.MODES
-
 
 def _chosen_mode(mode: str | None, max_tokens: int | None) -> str:
     """``--mode`` as given, or the default query and eval share: auto with a budget, else parent-child."""
-    if mode is None:
-        mode = "auto" if max_tokens is not None else "parent-child"
-    if mode not in MODES:
-        raise ValueError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
-    return mode
+    from ..settings import chosen_mode
+
+    return chosen_mode(mode, max_tokens, option="--mode")
 
 
 def _given(ctx: click.Context, param: str) -> bool:
@@ -458,8 +454,10 @@ def sources_cmd(
             arrow = f"{p.old} → {p.new}" if p.old else p.new
             console.print(f"{p.status:9} {arrow}" + ("" if p.old else f"  ({p.path})"), highlight=False)
         return
-    check_collection(hrag, collection)
-    _print_sources(core.sources_json(hrag, collection), as_json)
+    rows = core.sources_json(hrag, collection)
+    if not rows:
+        check_collection(hrag, collection)  # nothing stored there may mean no such collection
+    _print_sources(rows, as_json)
 
 
 def _print_sources(rows: list[dict[str, Any]], as_json: bool) -> None:
@@ -511,8 +509,9 @@ def outline_cmd(
         entries: list[Any] = [OutlineEntry.model_validate(e) for e in answer]
     else:
         hrag = core.open_hrag()
-        check_collection(hrag, collection)
         entries = hrag.outline(collection=collection, source=source, max_depth=max_depth)
+        if not entries:
+            check_collection(hrag, collection)
     if as_json:
         print_json([e.model_dump(mode="json") for e in entries])
         return

@@ -31,9 +31,17 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
 from ..api import AsyncHRAG
-from ..errors import ConfigurationError, ConnectionLost, EmbeddingError, HragError, ModelMismatchError, QueryCancelled
+from ..errors import (
+    ConfigurationError,
+    ConnectionLost,
+    EmbeddingError,
+    HragError,
+    ModelMismatchError,
+    NotFound,
+    QueryCancelled,
+)
 from . import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, ENV_TOKEN
-from .service import NotFound, Service
+from .service import Service
 
 logger = logging.getLogger("hrag_pg.server")
 

@@ -11,16 +11,15 @@ the sync facade in worker threads, so the event loop keeps serving meanwhile.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .. import argument_limits, defaults, migrate, settings
+from .. import argument_limits, migrate, settings
 from ..api import HRAG, AsyncHRAG
 from ..argument_limits import check_question
-from ..errors import HragError
+from ..errors import HragError, NotFound
 from ..ingest.text import TextFormat
 
 logger = logging.getLogger("hrag_pg.server")
@@ -33,19 +32,6 @@ FRACTION_SETTINGS = {"merge_threshold": False, "min_relative_score": False, "max
                      "lexical_weight": True}  # name -> zero allowed
 #: Settings that are Python objects, not JSON values.
 PYTHON_ONLY_SETTINGS = ("reranker",)
-
-
-class NotFound(HragError):
-    """What the request names does not exist (HTTP 404): a collection, a node, a source."""
-
-
-def chosen_mode(mode: str | None, max_tokens: int | None) -> str:
-    """``mode`` as given, or the CLI's default: auto with a budget, else parent-child."""
-    if mode is None:
-        mode = "auto" if max_tokens is not None else "parent-child"
-    if mode not in defaults.MODES:
-        raise ValueError(f"mode must be one of {', '.join(defaults.MODES)}, got {mode!r}")
-    return mode
 
 
 def check_settings(options: dict[str, Any]) -> None:
@@ -84,7 +70,7 @@ class Service:
         return self.facade.hrag
 
     async def _thread(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return await asyncio.to_thread(functools.partial(func, *args, **kwargs))
+        return await asyncio.to_thread(func, *args, **kwargs)
 
     # ---------------------------------------------------------------- lifetime
 
@@ -117,20 +103,13 @@ class Service:
         """A collection that does not exist (or this role cannot see) is NotFound naming those that do."""
         from ..cli.core import check_collection
 
-        try:
-            await self._thread(check_collection, self.hrag, collection)
-        except NotFound:
-            raise
-        except HragError as exc:
-            if "no collection" not in str(exc):
-                raise
-            raise NotFound(str(exc)) from None
+        await self._thread(check_collection, self.hrag, collection)
 
     async def retrieve(self, question: str, *, mode: str | None = None, max_tokens: int | None = None,
                        collection: str | None = None, filter: dict[str, Any] | None = None,
                        **options: Any) -> dict[str, Any]:
         """``hrag query --json``'s object: the mode, the results and, with a budget, total_tokens and dropped."""
-        mode = chosen_mode(mode, max_tokens)
+        mode = settings.chosen_mode(mode, max_tokens)
         check_question(question)
         if max_tokens is not None:
             argument_limits.check_count(max_tokens, "max_tokens", maximum=argument_limits.MAX_CONTEXT_TOKENS)
@@ -158,8 +137,10 @@ class Service:
         """``hrag sources --json``: every stored document (or a collection's), with its collection's model."""
         from ..cli.core import sources_json
 
-        await self.check_collection(collection)
-        return await self._thread(sources_json, self.hrag, collection)
+        rows = await self._thread(sources_json, self.hrag, collection)
+        if not rows:
+            await self.check_collection(collection)  # nothing stored there may mean no such collection
+        return rows
 
     async def node(self, node_id: str) -> dict[str, Any]:
         """``hrag show --json``: the node, its full text (its subtree's) and its children."""
@@ -206,7 +187,8 @@ class Service:
     async def outline(self, *, collection: str | None = None, source: str | None = None,
                       max_depth: int = 3) -> list[dict[str, Any]]:
         """``hrag outline --json``: the heading tree of the stored documents (a collection's, one source's)."""
-        await self.check_collection(collection)
         # (an unknown source is InvalidArgument, 400, as it is a usage error for `hrag outline`)
         entries = await self.facade.outline(collection=collection, source=source, max_depth=max_depth)
+        if not entries:
+            await self.check_collection(collection)
         return [e.model_dump(mode="json") for e in entries]
