@@ -77,8 +77,7 @@ def _tool_errors(func: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
 def format_retrieval(payload: dict[str, Any], max_tokens: int | None) -> str:
     """The passages of a ``Service.retrieve`` payload as text: one header line each, then the content."""
     results = payload["results"]
-    budget = f", {payload.get('total_tokens', sum(r['token_count'] for r in results))} of {max_tokens} tokens" \
-        if max_tokens is not None else ""
+    budget = f", {payload['total_tokens']} of {max_tokens} tokens" if max_tokens is not None else ""
     lines = [f"{len(results)} passage{'s' if len(results) != 1 else ''} (mode {payload['mode']}{budget})"]
     if not results:
         lines.append("No passage matched; try other words, another collection, or list_sources.")
@@ -128,7 +127,7 @@ def format_node(node: dict[str, Any]) -> str:
              + (f", parent {node['parent_id']}" if node["parent_id"] else "")]
     if node["children"]:
         lines.append(f"children ({len(node['children'])}):")
-        lines += [f"- {c['id']} {c['kind']} {c['title'] or c.get('lead') or ''}".rstrip()
+        lines += [f"- {c['id']} {c['kind']} {c['title'] or c['lead']}".rstrip()
                   for c in node["children"]]
     else:
         lines.append("children: none")
