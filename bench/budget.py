@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import benchdb
 import common
+import granularity
 from run import git_revision
 
 from hrag_pg import db, defaults, queries
@@ -115,24 +116,36 @@ def plan(mode: str, search: queries.Search, budget: int) -> tuple[str, dict[str,
     return queries.plan_parent_child(search, defaults.TOP_K_CHILDREN, defaults.MAX_PARENTS, None)
 
 
-def ask_all(conn: psycopg.Connection[Any], questions: list[dict[str, Any]], vectors: list[Any], mode: str,
-            budget: int, *, candidates: int | None = None, repeat: int = 1) -> tuple[list[list[str]], list[float]]:
-    """Every question asked in ``mode`` as the Python layer asks it: the passages, and each statement's time.
+def ask_rows(conn: psycopg.Connection[Any], questions: list[dict[str, Any]], vectors: list[Any], mode: str,
+             budget: int, *, candidates: int | None = None, repeat: int = 1,
+             **search: Any) -> tuple[list[list[dict[str, Any]]], list[float]]:
+    """Every question asked in ``mode`` as the Python layer asks it: the rows kept, and each statement's time.
 
-    The time (ms) is the best of ``repeat`` executions; ``conn`` returns dict rows.
+    The time (ms) is the best of ``repeat`` executions; ``conn`` returns dict rows; ``search``: other
+    fields of :class:`hrag_pg.queries.Search` (``min_relative_score``, ``lexical_weight``).
     """
     contexts, times = [], []
+    if mode != "auto":  # parent-child's and auto-merge's own floor, as their settings default it
+        search = {"min_relative_score": defaults.MIN_RELATIVE_SCORE, **search}
     for q, v in zip(questions, vectors, strict=True):
-        search = queries.Search(query=v, text=q["question"], collection=COLLECTION, candidates=candidates)
-        sql, params = plan(mode, search, budget)
+        search_of = queries.Search(query=v, text=q["question"], collection=COLLECTION, candidates=candidates,
+                                   **search)
+        sql, params = plan(mode, search_of, budget)
         best = float("inf")
         for _ in range(repeat):
             started = time.perf_counter()
             rows = conn.execute(sql, params).fetchall()
             best = min(best, (time.perf_counter() - started) * 1000)
         times.append(best)
-        contexts.append([r["content"] for r in rows if r.get("kept") != "dropped"])  # (a fit's dropped results)
+        contexts.append([r for r in rows if r.get("kept") != "dropped"])  # (a fit's dropped results)
     return contexts, times
+
+
+def ask_all(conn: psycopg.Connection[Any], questions: list[dict[str, Any]], vectors: list[Any], mode: str,
+            budget: int, *, candidates: int | None = None, repeat: int = 1) -> tuple[list[list[str]], list[float]]:
+    """As :func:`ask_rows`, each context as its passages' texts."""
+    contexts, times = ask_rows(conn, questions, vectors, mode, budget, candidates=candidates, repeat=repeat)
+    return [[r["content"] for r in rows] for rows in contexts], times
 
 
 def question_recalls(questions: list[dict[str, Any]], contexts: list[list[str]], budget: int,
@@ -158,6 +171,35 @@ def recall_by_kind(questions: list[dict[str, Any]], contexts: list[list[str]], b
               for kind in ("narrow", "broad")}
     return (statistics.mean(recall["narrow"]), statistics.mean(recall["broad"]),
             statistics.mean(t for _, t in recalls))
+
+
+def granularity_by_kind(conn: psycopg.Connection[Any], questions: list[dict[str, Any]],
+                        contexts: list[list[dict[str, Any]]], budget: int, truncator: Any,
+                        golds: dict[str, granularity.Span | None]) -> dict[str, granularity.Granularity]:
+    """Per kind: recall, share of the context inside the gold section, tokens, gold section returned whole.
+
+    Each context is cut at ``budget`` in its own order first, as for recall.
+    """
+    figures: dict[str, tuple[list[float], list[float | None], list[float], list[bool | None]]] = {
+        kind: ([], [], [], []) for kind in ("narrow", "broad")}
+    for q, rows in zip(questions, contexts, strict=True):
+        kept = truncate_passages([r["content"] for r in rows], budget, truncator)
+        found = snippets_found(kept, q["evidence"])
+        counts = [truncator.count(p) for p in kept]
+        spans = granularity.spans_of(conn, rows[:len(kept)])
+        gold = golds.get(q["id"])
+        recalls, shares, tokens, returned = figures[q["kind"]]
+        recalls.append(sum(found) / len(found))
+        tokens.append(sum(counts))
+        shares.append(None if gold is None else granularity.inside_share(spans, counts, gold))
+        returned.append(None if gold is None else granularity.returns_gold(spans, gold))
+    return {kind: granularity.summarize(*values) for kind, values in figures.items() if values[0]}
+
+
+def fmt(figures: granularity.Granularity | None, field: str, digits: int = 2) -> str:
+    """One figure of a kind for the table ("–" where the kind has no questions or no gold section)."""
+    value = None if figures is None else getattr(figures, field)
+    return "–" if value is None or value != value else f"{value:,.{digits}f}"
 
 
 def main() -> int:
@@ -217,16 +259,20 @@ def main() -> int:
         ("parent-child (20 children, 4 parents), cut", "parent-child", [0]),
         ("parent-child, max_context_tokens (fitted in SQL)", "parent-child-fit", list(BUDGETS)),
     ]
+    golds = granularity.gold_spans(conn, COLLECTION, questions)
     rows: list[dict[str, Any]] = []
     for label, mode, budgets in modes:
         for budget in budgets:
-            contexts, latencies = ask_all(conn, questions, list(vectors), mode, budget or defaults.MAX_TOKENS)
+            contexts, latencies = ask_rows(conn, questions, list(vectors), mode, budget or defaults.MAX_TOKENS)
             for cut in (BUDGETS if budget == 0 else [budget]):
-                narrow, broad, tokens = recall_by_kind(questions, contexts, cut, truncator)
-                rows.append({"mode": label, "budget": cut, "narrow": narrow, "broad": broad,
-                             "tokens": tokens, "p50": statistics.median(latencies)})
-                print(f"{label:45} @{cut:5}  narrow {rows[-1]['narrow']:.2f}  broad {rows[-1]['broad']:.2f}  "
-                      f"tokens {rows[-1]['tokens']:6.0f}  p50 {rows[-1]['p50']:.1f} ms", flush=True)
+                kinds = granularity_by_kind(conn, questions, contexts, cut, truncator, golds)
+                tokens = sum(g.tokens * g.count for g in kinds.values()) / sum(g.count for g in kinds.values())
+                row = {"mode": label, "budget": cut, "kinds": kinds, "tokens": tokens,
+                       "p50": statistics.median(latencies)}
+                rows.append(row)
+                print(f"{label:45} @{cut:5}  " + "  ".join(
+                    f"{kind} {g.recall:.2f} / {g.share:.2f} / {g.tokens:4.0f}" for kind, g in kinds.items())
+                    + f"  p50 {row['p50']:.1f} ms", flush=True)
 
     load = os.getloadavg()[0]
     lines = [
@@ -246,11 +292,21 @@ def main() -> int:
         "the budget mode chooses within the budget itself; 'max_context_tokens': the passages whole by score "
         "while they fit, one that does not replaced by the budget mode's choice among its hits (hrag._fit_budget).",
         "",
-        "| mode | budget | narrow recall | broad recall | mean tokens | p50 ms |",
-        "|---|---:|---:|---:|---:|---:|",
+        "Inside: the share of the context's tokens that lie inside the question's gold section (the article or "
+        "section it names, else the deepest titled node holding all its evidence; bench/granularity.py), the mean "
+        "over the questions whose section was found; tokens: the context's, per question; whole: the share of "
+        f"broad questions whose gold section is itself a passage. Gold sections found for "
+        f"{sum(g is not None for g in golds.values())} of {len(golds)} questions.",
+        "",
+        "| mode | budget | narrow recall | broad recall | mean tokens | p50 ms | narrow inside | narrow tokens "
+        "| broad inside | broad tokens | broad whole |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    lines += [f"| {r['mode']} | {r['budget']:,} | {r['narrow']:.2f} | {r['broad']:.2f} | {r['tokens']:,.0f} | "
-              f"{r['p50']:.1f} |" for r in rows]
+    for r in rows:
+        narrow, broad = r["kinds"].get("narrow"), r["kinds"].get("broad")
+        lines.append(f"| {r['mode']} | {r['budget']:,} | {fmt(narrow, 'recall')} | {fmt(broad, 'recall')} | "
+                     f"{r['tokens']:,.0f} | {r['p50']:.1f} | {fmt(narrow, 'share')} | {fmt(narrow, 'tokens', 0)} | "
+                     f"{fmt(broad, 'share')} | {fmt(broad, 'tokens', 0)} | {fmt(broad, 'gold_returned')} |")
     if ingest_seconds is not None:
         lines += ["", f"Ingestion: {ingest_seconds:.0f} s (bulk load)."]
     out = here / "results" / f"budget-{name}.md"
