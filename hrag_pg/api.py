@@ -227,6 +227,23 @@ class HRAG:
             return asked
         return self._checked(embedder_for(stored.name if stored else model_for_texts(sample())))
 
+    def embed_question(self, question: str, collection: str | None = None) -> np.ndarray | dict[str, np.ndarray]:
+        """The question's vector for a retrieval in ``collection``; asked of every collection when they
+        were embedded with different models, one vector per collection (the question embedded once
+        per model), which the modes search collection by collection and merge on their calibrated
+        scores (docs/modes.md, "Several models")."""
+        if collection is None and self._asked_embedder() is None:
+            by_model: dict[ModelIdentity, list[str]] = {}
+            for name, stored in self._query_models(None).items():
+                by_model.setdefault(stored, []).append(name)
+            if len(by_model) > 1:
+                vectors: dict[str, np.ndarray] = {}
+                for names in by_model.values():
+                    vector = self.embed_query(question, names[0])
+                    vectors.update((name, vector) for name in names)
+                return vectors
+        return self.embed_query(question, collection)
+
     def embed_query(self, question: str, collection: str | None = None) -> np.ndarray:
         check_question(question)
         embedder = self.query_embedder(collection)
@@ -568,7 +585,7 @@ class HRAG:
     @property
     def reads(self) -> Reads:
         """What retrievers read through: the question's vector, token counts, one statement (sync or async)."""
-        return Reads(embed_query=self.embed_query,
+        return Reads(embed_query=self.embed_question,
                      token_counter=lambda collection: self.query_embedder(collection).token_counter,
                      fetch=self.repository.fetch, afetch=lambda sql, params: self.async_repository.fetch(sql, params))
 

@@ -18,25 +18,22 @@ import sqlalchemy as sa
 from .embedding import ModelIdentity
 from .errors import ModelMismatchError
 
-_COLUMNS = "collection, model, dimension, fingerprint, query_prompt, passage_prompt, vector_baseline, next_model"
+_COLUMNS = "collection, model, dimension, fingerprint, query_prompt, passage_prompt, next_model"
 
 
 def _identity(row: Any) -> ModelIdentity:
-    return ModelIdentity(row.model, int(row.dimension), row.fingerprint, row.query_prompt, row.passage_prompt,
-                         float(row.vector_baseline))
+    return ModelIdentity(row.model, int(row.dimension), row.fingerprint, row.query_prompt, row.passage_prompt)
 
 
 def as_json(identity: ModelIdentity) -> dict[str, Any]:
     """The record's keys (``next_model`` and the ``--json`` outputs use them)."""
     return {"model": identity.name, "dimension": identity.dimension, "fingerprint": identity.fingerprint,
-            "query_prompt": identity.query_prompt, "passage_prompt": identity.passage_prompt,
-            "vector_baseline": identity.vector_baseline}
+            "query_prompt": identity.query_prompt, "passage_prompt": identity.passage_prompt}
 
 
 def from_json(value: dict[str, Any]) -> ModelIdentity:
     return ModelIdentity(str(value["model"]), int(value["dimension"]), str(value.get("fingerprint", "")),
-                         str(value.get("query_prompt", "")), str(value.get("passage_prompt", "")),
-                         float(value.get("vector_baseline", 0.0)))
+                         str(value.get("query_prompt", "")), str(value.get("passage_prompt", "")))
 
 
 def recorded(conn: sa.Connection, collections: Sequence[str] | None = None) -> dict[str, ModelIdentity]:
@@ -81,8 +78,8 @@ def claim(conn: sa.Connection, collection: str, identity: ModelIdentity) -> Mode
                      {"c": collection})
     conn.execute(
         sa.text("INSERT INTO hrag.collection_models "
-                "(collection, model, dimension, fingerprint, query_prompt, passage_prompt, vector_baseline) "
-                "VALUES (:c, :model, :dimension, :fingerprint, :query_prompt, :passage_prompt, :vector_baseline) "
+                "(collection, model, dimension, fingerprint, query_prompt, passage_prompt) "
+                "VALUES (:c, :model, :dimension, :fingerprint, :query_prompt, :passage_prompt) "
                 "ON CONFLICT (collection) DO NOTHING"),
         {"c": collection, **as_json(identity)},
     )

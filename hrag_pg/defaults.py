@@ -19,6 +19,10 @@ TOP_K = 12
 MAX_HIT_SHARE = 0.1
 #: auto-merge: merge a parent when hit children / all children reaches this (``merge_threshold``).
 MERGE_THRESHOLD = 0.5
+#: parent-child and auto-merge: a hit scoring below this share of the best hit's score is no evidence
+#: (``hrag.search_hybrid(min_relative_score)``), so a parent or a merge far below the first is not
+#: returned; the budget mode's ``hrag.auto_vote`` (the same share) keeps such hits from voting for a merge.
+MIN_RELATIVE_SCORE = 0.6
 #: Weight of lexical term overlap in the hybrid score (``hrag.search_hybrid(lexical_weight)``);
 #: 0 searches by vector only.
 LEXICAL_WEIGHT = 0.3

@@ -78,6 +78,15 @@ def _antivirus_small(results: list[RetrievalResult]) -> bool:
     )
 
 
+def _merged_article(title_part: str, *, not_around: tuple[str, ...]) -> Callable[..., bool]:
+    """The article merged whole from its items, and nothing around it (its chapter, its document)."""
+    def check(results: list[RetrievalResult]) -> bool:
+        merged = [r for r in results if title_part in (r.title or "") and r.merged_from]
+        return bool(merged) and not any(_lead(r.content).startswith(not_around) for r in results)
+
+    return check
+
+
 def _antivirus_alone(results: list[RetrievalResult]) -> bool:
     if not results:
         return False
@@ -106,8 +115,8 @@ CASES: tuple[DemoCase, ...] = (
         "Auto-Merging: a broad question merges upward",
         "私物端末（BYOD）を業務で使う場合の義務をすべて教えてください",
         "auto-merge", "security",
-        "第8条 (BYOD), merged from 8.1, 8.2 and 8.3",
-        _top_is("第8条", merged=True),
+        "第8条 (BYOD), merged from 8.1, 8.2 and 8.3, not the chapter around it",
+        _merged_article("第8条", not_around=("第2章", "情報セキュリティ管理規程")),
     ),
     DemoCase(
         "Parent-Child in English: one fact, its section as context",
@@ -134,8 +143,8 @@ CASES: tuple[DemoCase, ...] = (
         "Auto (2,000-token budget): a broad question gets the merged article",
         "私物端末（BYOD）を業務で使う場合の義務をすべて教えてください",
         "auto", "security",
-        "第8条 (8.1–8.3) first, not the chapter around it",
-        _top_is("第8条", merged=True),
+        "第8条 (8.1–8.3) whole, not the chapter around it",
+        _merged_article("第8条", not_around=("第2章", "情報セキュリティ管理規程")),
     ),
 )
 

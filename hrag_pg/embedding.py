@@ -68,9 +68,6 @@ class ModelIdentity:
     fingerprint: str = ""
     query_prompt: str = ""
     passage_prompt: str = ""
-    #: The cosine similarity unrelated texts have under this model; retrieval reads similarity above
-    #: it (``hrag.search_hybrid``).  A property of the model, not part of what must match.
-    vector_baseline: float = 0.0
 
     def matches(self, other: ModelIdentity) -> bool:
         if self.dimension != other.dimension or (self.query_prompt, self.passage_prompt) != (
@@ -139,14 +136,6 @@ def fingerprint_file(path: Path) -> str:
             handle.seek(0 if i == 0 else max(0, size * i // 17 - block))
             digest.update(handle.read(block))
     return digest.hexdigest()[:16]
-
-
-#: Where similarity starts to mean something under E5-style models.  Unrelated texts sit at 0.81
-#: (Japanese questions against random passages of the Debian corpus) and 0.82 (random pairs of
-#: English manual paragraphs); MiniLM's sit at 0.10, and MiniLM keeps 0.  0.65 is the highest value
-#: at which the seed's cases still come back as the seed says (docs/decisions.md, "A model per
-#: collection", has the measurements at 0 to 0.85).
-E5_VECTOR_BASELINE = 0.65
 
 
 def e5_prompts(name: str) -> tuple[str, str]:

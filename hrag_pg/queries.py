@@ -80,6 +80,31 @@ SELECT s.node_id, s.parent_id, s.document_id, s.score, n.heading_path,
  ORDER BY s.score DESC, s.node_id
 """
 
+# A question to collections embedded with different models: one vector per
+# collection (its model's), each collection searched by search_hybrid, whose
+# scores are read above each question's background and so compare across
+# models; the best k of them all (auto-merge: hrag.sample_hits of k), and the
+# relative floor taken over the merged list.
+SEARCH_MANY = """
+WITH hit AS (
+    SELECT s.node_id, s.parent_id, s.document_id, s.score
+      FROM unnest(%(collections)s::text[], %(queries)s::vector[]) AS q(collection, query)
+     CROSS JOIN LATERAL hrag.search_hybrid(q.query, %(question)s::text, %(top_k)s::int, q.collection,
+                                           %(filter)s::jsonb, %(lexical_weight)s::real, %(candidates)s::int) AS s
+),
+best AS (
+    SELECT * FROM hit ORDER BY score DESC, node_id
+     LIMIT hrag.sample_hits(%(top_k)s::int, NULL::text, %(max_hit_share)s::real)
+)
+SELECT b.node_id, b.parent_id, b.document_id, b.score, n.heading_path,
+       coalesce(n.metadata->>'question', n.content) AS text
+  FROM best b
+  JOIN hrag.nodes n ON n.document_id = b.document_id AND n.id = b.node_id
+ WHERE %(min_relative_score)s::real IS NULL
+    OR b.score >= %(min_relative_score)s::real * (SELECT max(x.score) FROM best x)
+ ORDER BY b.score DESC, b.node_id
+"""
+
 # Hybrid hits merged in the same statement: still one round trip.  The merge
 # is a CTE of its own: on Citus a function call joined with the tables in the
 # same query level would be pushed down to the shards, where it cannot run.
@@ -287,7 +312,9 @@ class Search:
     candidates are rescored by ``hrag.search_hybrid``.
     """
 
-    query: Any  # np.ndarray
+    #: The question's vector, or for a question to collections embedded with different models one
+    #: vector per collection (its model's): those are searched collection by collection (SEARCH_MANY).
+    query: Any  # np.ndarray | dict[str, np.ndarray]
     text: str | None = None
     collection: str | None = None
     filter: dict[str, Any] | None = None
@@ -303,6 +330,11 @@ class Search:
         return max(self.candidates, k)
 
     @property
+    def per_collection(self) -> bool:
+        """Whether the question has one vector per collection (collections of different models)."""
+        return isinstance(self.query, dict)
+
+    @property
     def hybrid(self) -> bool:
         """Whether the hybrid statements are needed (no question text: nothing lexical to weigh)."""
         return (self.lexical_weight > 0 and bool(self.text)) or self.min_relative_score is not None
@@ -313,8 +345,11 @@ class Search:
         _count(self.candidates, "candidates")
         _real(self.lexical_weight, "lexical_weight")
         _real(self.min_relative_score, "min_relative_score")
+        vectors = {"collections": list(self.query), "queries": [_np.asarray(v, dtype=_np.float32)
+                                                               for v in self.query.values()]} \
+            if self.per_collection else {"query": _np.asarray(self.query, dtype=_np.float32)}
         return {
-            "query": _np.asarray(self.query, dtype=_np.float32), "question": self.text, "top_k": k,
+            **vectors, "question": self.text, "top_k": k,
             "collection": self.collection,
             "filter": None if self.filter is None else _json.dumps(self.filter, ensure_ascii=False),
             "lexical_weight": self.lexical_weight, "candidates": self.candidate_count(k),
@@ -322,8 +357,12 @@ class Search:
         }
 
 
-def plan_search(search: Search, k: int) -> tuple[str, dict[str, Any]]:
+def plan_search(search: Search, k: int, *, max_hit_share: float | None = None) -> tuple[str, dict[str, Any]]:
+    """The ``k`` best candidates (a question to several models' collections: ``hrag.sample_hits`` of ``k``
+    with ``max_hit_share``, over all of them)."""
     _count(k, "k")
+    if search.per_collection:
+        return SEARCH_MANY, {**search.params(k), "max_hit_share": max_hit_share}
     return (SEARCH_HYBRID if search.hybrid else SEARCH_LEAVES), search.params(k)
 
 

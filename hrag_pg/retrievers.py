@@ -11,6 +11,7 @@ steps with a different driver.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -46,6 +47,8 @@ class Rerank:
 
 
 Request = Fetch | Rerank
+#: A question's vector, or one per collection (collections embedded with different models).
+Query = np.ndarray | dict[str, np.ndarray]
 Flow = Generator[Request, Any, T]
 Fetcher = Callable[[str, dict[str, Any]], list[dict[str, Any]]]
 AsyncFetcher = Callable[[str, dict[str, Any]], Awaitable[list[dict[str, Any]]]]
@@ -103,7 +106,9 @@ class Reads:
     build its own.
     """
 
-    embed_query: Callable[[str, str | None], np.ndarray]
+    #: The question's vector; for a question to every collection when they hold different models,
+    #: one vector per collection (each its model's), which the modes search collection by collection.
+    embed_query: Callable[[str, str | None], Query]
     token_counter: Callable[[str | None], TokenCounter]
     fetch: Fetcher
     afetch: AsyncFetcher
@@ -127,20 +132,25 @@ class BaseRetriever(Generic[S]):
     def mode(self) -> str:
         return self.settings.mode
 
-    def _search(self, question: str, query: np.ndarray) -> queries.Search:
+    def _search(self, question: str, query: Query) -> queries.Search:
         s = self.settings
         return queries.Search(query=query, text=question, collection=s.collection, filter=s.filter,
                               lexical_weight=s.lexical_weight, candidates=s.candidates,
                               min_relative_score=s.min_relative_score)
 
-    def results_flow(self, question: str, query: np.ndarray) -> Flow[list[RetrievalResult]]:
+    def results_flow(self, question: str, query: Query) -> Flow[list[RetrievalResult]]:
         """The mode's results for the question (the budget, if any, left to :meth:`context_flow`)."""
-        if self.settings.reranker is None:
+        if self._in_one_statement(query):
             rows = yield Fetch(*self._plan(self._search(question, query)))
         else:
-            given = yield from self._reranked(question, query)
+            given = yield from self._given_hits(question, query)
             rows = yield Fetch(*self._given_hits_plan(given, None))
         return [queries.to_result(self.mode, row) for row in rows]
+
+    def _in_one_statement(self, query: Query) -> bool:
+        """Whether candidates and the mode go in one statement: not with a reranker between them, nor
+        for a question to collections of different models (their candidates are merged first)."""
+        return self.settings.reranker is None and not isinstance(query, dict)
 
     def _plan(self, search: queries.Search) -> tuple[str, dict[str, Any]]:
         """The mode's statement for its results."""
@@ -154,7 +164,7 @@ class BaseRetriever(Generic[S]):
         """The mode's statement for its context within ``budget``, results and fitting in one."""
         raise NotImplementedError
 
-    def context_flow(self, question: str, query: np.ndarray) -> Flow[Context]:
+    def context_flow(self, question: str, query: Query) -> Flow[Context]:
         """The results, then the budget: greedy by score within ``max_tokens``.
 
         A passage that does not fit is not simply dropped while smaller,
@@ -168,29 +178,38 @@ class BaseRetriever(Generic[S]):
         budget = self.settings.max_tokens
         if budget is None:
             results = yield from self.results_flow(question, query)
+            if isinstance(query, dict):  # several models' collections: each result in its own model's count
+                return Context(results=results, total_tokens=sum(r.token_count for r in results))
             counter = self.reads.token_counter(self.settings.collection)
             counted = [r.model_copy(update={"token_count": counter.count(r.content)}) for r in results]
             return Context(results=counted, total_tokens=sum(r.token_count for r in counted))
         if budget <= 0:
             raise ValueError(f"max_tokens must be positive, got {budget}")
-        if self.settings.reranker is None:
+        if self._in_one_statement(query):
             rows = yield Fetch(*self._context_plan(self._search(question, query), budget))
         else:
-            given = yield from self._reranked(question, query)
+            given = yield from self._given_hits(question, query)
             rows = yield Fetch(*self._given_hits_plan(given, budget))
         return _fitted_context(self.mode, rows, budget)
 
-    def _reranked(self, question: str, query: np.ndarray) -> Flow[queries.GivenHits]:
-        """The best candidates as the reranker rescored them, as arrays for the mode's statement.
+    def _given_hits(self, question: str, query: Query) -> Flow[queries.GivenHits]:
+        """The candidates the mode goes on with, as arrays for its statement: reranked (with a
+        reranker), else the best of the merged candidates of several models' collections.
 
         The arrays keep each hit's candidate-stage score beside the
         reranker's: a budget fitted in SQL weighs hits on the candidate
         stage's scale, whatever scale the reranker scores on.
         """
         reranker = self.settings.reranker
-        assert reranker is not None
+        search = self._search(question, query)
+        if reranker is None:
+            rows = yield Fetch(*queries.plan_search(search, self._merged_k(search), max_hit_share=self._hit_share()))
+            hits = self._eligible([queries.to_hit(row) for row in rows])
+            ids, scores = queries.hits_arrays(hits)
+            return queries.GivenHits(ids, [h.document_id for h in hits], scores, scores)
         k = max(self.settings.rerank_candidates, self._hits_k())
-        rows = yield Fetch(*queries.plan_search(self._search(question, query), k))
+        # (the reranker judges the evidence: it sees every candidate, not only those over the floor)
+        rows = yield Fetch(*queries.plan_search(dataclasses.replace(search, min_relative_score=None), k))
         hits = self._eligible([queries.to_hit(row) for row in rows])
         best = yield Rerank(question, hits, reranker, self._rerank_keep(hits))
         candidate_score = {h.node_id: h.score for h in hits}
@@ -201,6 +220,14 @@ class BaseRetriever(Generic[S]):
     def _eligible(self, hits: list[SearchHit]) -> list[SearchHit]:
         """The candidates a reranker may choose from."""
         return hits
+
+    def _merged_k(self, search: queries.Search) -> int:
+        """How many merged candidates the mode reads, as its one-statement plan reads them."""
+        return self._hits_k()
+
+    def _hit_share(self) -> float | None:
+        """The share of the collections the merged hits may be at most (auto-merge's max_hit_share)."""
+        return None
 
     def _rerank_keep(self, hits: list[SearchHit]) -> int:
         """How many of the reranked candidates the mode goes on with."""
@@ -285,6 +312,10 @@ class ParentChildRetriever(BaseRetriever[ParentChildSettings]):
     def _rerank_keep(self, hits: list[SearchHit]) -> int:
         return len(hits)
 
+    def _merged_k(self, search: queries.Search) -> int:
+        # (the hybrid statement reads all its candidates, so parents beyond the first children are found)
+        return search.candidate_count(self.settings.top_k_children)
+
     def _given_hits_plan(self, hits: queries.GivenHits, budget: int | None) -> tuple[str, dict[str, Any]]:
         s = self.settings
         if budget is None:
@@ -306,6 +337,9 @@ class AutoMergingRetriever(BaseRetriever[AutoMergeSettings]):
     def _context_plan(self, search: queries.Search, budget: int) -> tuple[str, dict[str, Any]]:
         s = self.settings
         return queries.plan_auto_merge_context(search, s.top_k, s.merge_threshold, s.max_hit_share, budget)
+
+    def _hit_share(self) -> float | None:
+        return self.settings.max_hit_share
 
     def _given_hits_plan(self, hits: queries.GivenHits, budget: int | None) -> tuple[str, dict[str, Any]]:
         if budget is None:
@@ -337,7 +371,7 @@ class AutoRetriever(BaseRetriever[BudgetSettings]):
     def _given_hits_plan(self, hits: queries.GivenHits, budget: int | None) -> tuple[str, dict[str, Any]]:
         return queries.plan_retrieve_hits(hits.ids, hits.scores, self._budget())
 
-    def context_flow(self, question: str, query: np.ndarray) -> Flow[Context]:
+    def context_flow(self, question: str, query: Query) -> Flow[Context]:
         """The selection already fits the budget (in stored token counts): nothing is dropped."""
         results = yield from self.results_flow(question, query)
         return Context(results=results, total_tokens=sum(r.token_count for r in results), max_tokens=self._budget())

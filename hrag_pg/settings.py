@@ -33,9 +33,11 @@ class SearchSettings:
     (``hrag.search_hybrid``; 0 searches by vector only), ``candidates`` is how
     many vector candidates that score rescores (None: the mode's count, at
     least 30), ``min_relative_score`` drops hits below that share of the best
-    hit's score, and a ``reranker`` rescores the ``rerank_candidates`` best
-    children before the mode expands or merges them.  ``max_tokens`` bounds
-    the context in stored token counts (None: no bound).
+    hit's score (scores are 0 at the question's background, so the share means
+    the same under every model; a reranker sees every candidate), and a
+    ``reranker`` rescores the ``rerank_candidates`` best children before the
+    mode expands or merges them.  ``max_tokens`` bounds the context in stored
+    token counts (None: no bound).
     """
 
     mode: ClassVar[str]
@@ -55,12 +57,16 @@ class ParentChildSettings(SearchSettings):
     """Small-to-big (``hrag.parent_child``): match ``top_k_children`` children, return up to
     ``max_parents`` whole parents, children scoring under ``min_score`` left out.
 
-    With ``max_tokens`` the parents are kept whole, best first, and one that
-    does not fit is replaced by the part of it the budget mode chooses.
+    ``max_parents`` is a ceiling, not a quota: hits scoring below
+    ``min_relative_score`` of the best are no evidence, so a parent whose best
+    child is far below the first parent's is not returned.  With
+    ``max_tokens`` the parents are kept whole, best first, and one that does
+    not fit is replaced by the part of it the budget mode chooses.
     """
 
     mode: ClassVar[str] = "parent-child"
 
+    min_relative_score: float | None = defaults.MIN_RELATIVE_SCORE
     top_k_children: int = defaults.TOP_K_CHILDREN
     max_parents: int = defaults.MAX_PARENTS
     min_score: float | None = None
@@ -74,11 +80,14 @@ class AutoMergeSettings(SearchSettings):
     ``max_hit_share`` caps the hits at that share of the collection's search
     targets (``hrag.sample_hits``): twelve hits in a 35-item policy would
     merge into the whole document whatever the question; None takes
-    ``top_k`` whatever the collection's size.
+    ``top_k`` whatever the collection's size.  Hits are counted by evidence,
+    not rank: one scoring below ``min_relative_score`` of the best is not a
+    hit at all, so it neither votes for a merge nor comes back alone.
     """
 
     mode: ClassVar[str] = "auto-merge"
 
+    min_relative_score: float | None = defaults.MIN_RELATIVE_SCORE
     top_k: int = defaults.TOP_K
     merge_threshold: float = defaults.MERGE_THRESHOLD
     max_hit_share: float | None = defaults.MAX_HIT_SHARE
@@ -141,11 +150,11 @@ def names_of(cls: type[Settings]) -> tuple[str, ...]:
     return tuple(names if "top_k" in names else [*names, "top_k"])
 
 
-def chosen_mode(mode: str | None, max_tokens: int | None, *, option: str = "mode") -> str:
-    """``mode`` as given, or the default of a call that names no mode: the budget mode with a budget,
-    else parent-child (the seed's small-to-big)."""
+def chosen_mode(mode: str | None, *, option: str = "mode") -> str:
+    """``mode`` as given, or the default of a call that names no mode: the budget mode, as the decision
+    guide says for a question of unknown kind (docs/modes.md)."""
     if mode is None:
-        mode = "auto" if max_tokens is not None else "parent-child"
+        mode = "auto"
     if mode not in BY_MODE:
         raise ValueError(f"{option} must be one of {', '.join(BY_MODE)}, got {mode!r}")
     return mode

@@ -95,6 +95,17 @@ def heading_after_source(result: Any) -> str:
     return " › ".join(path)
 
 
+#: How the first line of ``hrag query`` names each mode.
+MODE_NAMES = {"auto": "budget mode (auto)", "parent-child": "parent-child", "auto-merge": "auto-merge"}
+
+
+def mode_line(mode: str, max_tokens: int | None, passages: int, tokens: int) -> str:
+    """What answered: the mode, its budget if it has one, and what came back (``hrag query``'s first line)."""
+    budget = f", {max_tokens:,}-token budget" if max_tokens is not None else ""
+    unit = "passage" if passages == 1 else "passages"
+    return f"{MODE_NAMES.get(mode, mode)}{budget}: {passages} {unit}, {tokens:,} tokens"
+
+
 def print_results(results: list[Any], *, max_lines: int | None = None) -> None:
     """Each result: a rule with rank and score; source and whole heading path; why; its text (all literal)."""
     from rich.rule import Rule

@@ -29,6 +29,7 @@ from .core import (
 from .output import (
     console,
     err_console,
+    mode_line,
     plural,
     print_columns,
     print_json,
@@ -238,11 +239,11 @@ def _interrupted(done: list[Any], failed: list[tuple[str, str]], stopped_in: Pat
 # ------------------------------------------------------------------------ query
 
 
-def _chosen_mode(mode: str | None, max_tokens: int | None) -> str:
-    """``--mode`` as given, or the default query and eval share: auto with a budget, else parent-child."""
+def _chosen_mode(mode: str | None) -> str:
+    """``--mode`` as given, or the default query and eval share: the budget mode (auto)."""
     from ..settings import chosen_mode
 
-    return chosen_mode(mode, max_tokens, option="--mode")
+    return chosen_mode(mode, option="--mode")
 
 
 def _given(ctx: click.Context, param: str) -> bool:
@@ -271,8 +272,9 @@ def query_cmd(
     ctx: typer.Context,
     text: str = typer.Argument(..., help="The question."),
     mode: str | None = typer.Option(None, "--mode", "-m",
-                             help="parent-child (small-to-big), auto-merge, or auto (the best context within "
-                                  "--max-tokens). Default: auto with --max-tokens, else parent-child."),
+                             help="auto (the budget mode: the best context within --max-tokens, "
+                                  f"{defaults.MAX_TOKENS:,} by default; the default mode), parent-child "
+                                  "(small-to-big) or auto-merge."),
     collection: str = typer.Option(None, "--collection", "-c", help="Search only this collection."),
     top_k: int = typer.Option(None, "--top-k", "-k",
                               help=f"Children to match (parent-child, default {defaults.TOP_K_CHILDREN}), "
@@ -282,12 +284,16 @@ def query_cmd(
                                     help="parent-child: parents to return (1 to 1000)."),
     merge_threshold: float = typer.Option(defaults.MERGE_THRESHOLD, "--merge-threshold",
                                           help="auto-merge: merge when hit children / children >= this, in (0, 1]."),
-    max_tokens: int = typer.Option(None, "--max-tokens", help="Assemble at most this many tokens of context."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens",
+                                   help=f"Assemble at most this many tokens of context (the budget mode: "
+                                        f"{defaults.MAX_TOKENS:,} unless given; the other modes: no bound)."),
     filter_json: str = typer.Option(None, "--filter", help='Metadata containment filter, e.g. \'{"lang": "ja"}\'.'),
     lexical_weight: float = typer.Option(defaults.LEXICAL_WEIGHT, "--lexical-weight",
                                          help="Weight of lexical overlap in the score, in [0, 1] (0 = vector only)."),
     min_relative_score: float = typer.Option(None, "--min-relative-score",
-                                             help="Drop hits below this share of the best hit's score, in (0, 1]."),
+                                             help="Drop hits below this share of the best hit's score, in (0, 1] "
+                                                  f"(parent-child and auto-merge: {defaults.MIN_RELATIVE_SCORE} "
+                                                  "unless given)."),
     model: str = typer.Option(None, "--model",
                               help="Embedding model (default: the one the collection recorded); another model than "
                                    "the collection's is refused."),
@@ -298,19 +304,22 @@ def query_cmd(
     A collection that does not exist is an error naming the existing ones (exit 1).
 
     \b
+    Without --mode, the budget mode answers within --max-tokens (2,000 unless
+    given) and the first line says so.
+
+    \b
     Examples:
-        hrag query "How do I rotate the keys?" -c manuals
+        hrag query "How do I rotate the keys?" -c manuals               (budget mode, 2,000 tokens)
         hrag query "BYOD obligations" --mode auto-merge -c security
-        hrag query "BYOD obligations" -c security --max-tokens 2000     (auto mode)
+        hrag query "BYOD obligations" -c security --max-tokens 500
         hrag query "leave rules" --filter '{"lang": "en"}' --json
         hrag query -c tools -- "--track-origins: what does it show?"     (text starting with -)
     """
     from .. import settings
     from ..argument_limits import check_question
 
-    chosen = _chosen_mode(mode, max_tokens)
-    in_use = chosen if mode is not None else \
-        f"{chosen} (the mode {'with --max-tokens' if max_tokens is not None else 'without --max-tokens'})"
+    chosen = _chosen_mode(mode)
+    in_use = chosen if mode is not None else f"{chosen} (the default mode)"
     _refuse_options_of_other_modes(ctx, "--mode", chosen, in_use, {
         "max_parents": ("--max-parents", ("parent-child",)),
         "merge_threshold": ("--merge-threshold", ("auto-merge",)),
@@ -326,10 +335,12 @@ def query_cmd(
     if max_tokens is not None:
         argument_limits.check_count(max_tokens, "--max-tokens", maximum=argument_limits.MAX_CONTEXT_TOKENS)
     filter_value = json_object(filter_json, "--filter")
-    options: dict[str, Any] = {"collection": collection, "filter": filter_value, "lexical_weight": lexical_weight,
-                               "min_relative_score": min_relative_score}
+    if max_tokens is None and mode == "auto":
+        max_tokens = defaults.MAX_TOKENS
+    options: dict[str, Any] = {"collection": collection, "filter": filter_value, "lexical_weight": lexical_weight}
     given = {"top_k": top_k, "max_tokens": max_tokens, "max_parents": max_parents if mode == "parent-child" else None,
-             "merge_threshold": merge_threshold if mode == "auto-merge" else None}
+             "merge_threshold": merge_threshold if mode == "auto-merge" else None,
+             "min_relative_score": min_relative_score}
     options.update({name: value for name, value in given.items() if value is not None})
     if client.server_url() is not None:
         _refuse_model_through_server(model)
@@ -342,10 +353,13 @@ def query_cmd(
     if as_json:
         payload: dict[str, Any] = {"mode": mode, "results": [result_json(r) for r in context.results]}
         if max_tokens is not None:
+            payload["max_tokens"] = max_tokens
             payload["total_tokens"] = context.total_tokens
             payload["dropped"] = [result_json(r) for r in context.dropped]
         print_json(payload)
         return
+    console.print(styled((mode_line(mode, max_tokens, len(context.results),
+                                    sum(r.token_count for r in context.results)), "dim")))
     print_results(context.results)
     if context.dropped:
         console.print(styled((f"dropped {len(context.dropped)} results over the {max_tokens}-token budget:",
@@ -568,7 +582,7 @@ def eval_cmd(
                                     help="parent-child, auto-merge or auto (the budget mode: --max-tokens, default "
                                          "2000). Default, as for query: auto with --max-tokens, else parent-child."),
     collection: str = typer.Option(None, "--collection", "-c", help="Search only this collection."),
-    max_tokens: int = typer.Option(None, "--max-tokens", help="Assemble at most this many tokens per answer."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", help="Assemble at most this many tokens per answer."),
     lexical_weight: float = typer.Option(None, "--lexical-weight",
                                          help="Weight of lexical overlap, in [0, 1] (0 = vector only)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
@@ -591,7 +605,7 @@ def eval_cmd(
     """
     from ..evaluation import evaluate, load_questions
 
-    mode = _chosen_mode(mode, max_tokens)
+    mode = _chosen_mode(mode)
     if max_tokens is not None:
         argument_limits.check_count(max_tokens, "--max-tokens", maximum=argument_limits.MAX_CONTEXT_TOKENS)
     check_fraction(lexical_weight, "--lexical-weight", zero_allowed=True)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..embedding import E5_Q4, E5_VECTOR_BASELINE, ModelIdentity, check_vectors, fingerprint_file
+from ..embedding import E5_Q4, ModelIdentity, check_vectors, fingerprint_file
 from ..errors import EmbeddingError
 
 #: Texts per call into the engine (it batches internally; this bounds its memory).
@@ -67,8 +67,7 @@ class E5Q4Embedder:
     @cached_property
     def identity(self) -> ModelIdentity:
         weights = Path(self._module.__file__).parent / "e5-small-q4.bin"
-        return ModelIdentity(E5_Q4, self.dim, fingerprint_file(weights), "query: ", "passage: ",
-                             E5_VECTOR_BASELINE)
+        return ModelIdentity(E5_Q4, self.dim, fingerprint_file(weights), "query: ", "passage: ")
 
     @cached_property
     def token_counter(self) -> E5Q4Counter:

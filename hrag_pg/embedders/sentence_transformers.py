@@ -19,7 +19,6 @@ import numpy as np
 
 from ..embedding import (
     DEFAULT_BATCH_SIZE,
-    E5_VECTOR_BASELINE,
     ModelIdentity,
     check_vectors,
     e5_prompts,
@@ -183,9 +182,8 @@ class SentenceTransformerEmbedder:
     @property
     def identity(self) -> ModelIdentity:
         if self._identity is None:
-            baseline = E5_VECTOR_BASELINE if e5_prompts(self.model_name) != ("", "") else 0.0
             self._identity = ModelIdentity(self.display_name, self.dim, self._fingerprint(),
-                                           self.query_prompt, self.passage_prompt, baseline)
+                                           self.query_prompt, self.passage_prompt)
         return self._identity
 
     def _fingerprint(self) -> str:

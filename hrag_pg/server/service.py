@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .. import argument_limits, migrate, settings
+from .. import argument_limits, defaults, migrate, settings
 from ..api import HRAG, AsyncHRAG
 from ..argument_limits import check_question
 from ..errors import HragError, NotFound
@@ -109,7 +109,9 @@ class Service:
                        collection: str | None = None, filter: dict[str, Any] | None = None,
                        **options: Any) -> dict[str, Any]:
         """``hrag query --json``'s object: the mode, the results and, with a budget, total_tokens and dropped."""
-        mode = settings.chosen_mode(mode, max_tokens)
+        mode = settings.chosen_mode(mode)
+        if mode == "auto" and max_tokens is None:
+            max_tokens = defaults.MAX_TOKENS
         check_question(question)
         if max_tokens is not None:
             argument_limits.check_count(max_tokens, "max_tokens", maximum=argument_limits.MAX_CONTEXT_TOKENS)

@@ -73,30 +73,40 @@ ALTER FUNCTION hrag.retrieve_hits(uuid[], real[], integer) ROWS 10;
 COMMENT ON FUNCTION hrag.retrieve_hits(uuid[], real[], integer) IS
     'The best non-overlapping context within max_tokens for hits from anywhere, with why each node was chosen';
 
--- hrag._retrieve_hits (last changed in revision 0026)
+-- hrag._retrieve_hits (last changed in revision 0029)
 -- The choice.  Every node on a hit's path to its root is a candidate, valued
--- by the evidence under it (hit weights exp((score - best) / sharpness)) per
+-- by the evidence under it (hit weights exp((score - best) / sharpness), on
+-- search_hybrid's calibrated scale, where 0 is the question's background
+-- and differences mean the same under every model) per
 -- tokens^size_exponent, so a section most of whose children are hit can
--- outrank its best leaf; a candidate whose share of the evidence is less
--- than min_lift times its share of the searched text is no better than chance
--- and is left out, so a small collection is not merged into whole documents.
--- Candidates are taken greedily, a node replacing the taken nodes inside it;
--- the best hits keep room in the budget, and a passage is taken only while
--- what it adds is worth its tokens: the budget is a ceiling, not a target.
--- The constants are hrag.auto_* settings; docs/decisions.md, "Budget mode: ..."
--- (four sections), says why each rule and value.
+-- outrank its best leaf.  Only hits scoring at least `vote` of the best are
+-- evidence for a merge, and a node that is not a hit is a candidate only as
+-- a merge: two or more such hits covering merge_share of its tokens and,
+-- above the level of leaves, merge_ratio of its children (auto-merge's
+-- levels: a chapter is not merged because one article is hit).  So a
+-- narrow question ends at its item or article, a broad one at its article,
+-- whatever the collection's size.  Candidates are taken greedily, a node
+-- replacing the taken nodes inside it; the best hits keep room in the
+-- budget, and a passage is taken only while what it adds is worth its
+-- tokens: the budget is a ceiling, not a target.  The constants are
+-- hrag.auto_* settings; docs/decisions.md, "Budget mode: ..." (five
+-- sections), says why each rule and value.
 CREATE OR REPLACE FUNCTION hrag._retrieve_hits(node_ids uuid[], document_ids uuid[], scores real[], max_tokens integer) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer, reason text)
     LANGUAGE plpgsql STABLE ROWS 10
     AS $$
 #variable_conflict use_column
 DECLARE
-    sharpness     double precision := hrag._setting('hrag.auto_sharpness', 0.1);
+    sharpness     double precision := hrag._setting('hrag.auto_sharpness', 0.105);
     size_exponent double precision := hrag._setting('hrag.auto_size_exponent', 0.5);
-    min_lift      double precision := hrag._setting('hrag.auto_min_lift', 2.0);
-    -- a node holding two or more hits that cover at least this share of its
-    -- tokens keeps its whole value when it replaces taken nodes (a merge);
-    -- otherwise it is worth what it adds
+    -- a hit scoring below this share of the best is no evidence for a merge
+    vote          double precision := hrag._setting('hrag.auto_vote', 0.6);
+    -- a merge: two or more voting hits covering at least merge_share of the
+    -- node's tokens, and (when its hit children are not leaves) voting hits
+    -- in at least merge_ratio of its children.  A merge keeps its whole value
+    -- when it replaces taken nodes; a node that is neither a hit nor a merge
+    -- is no candidate
     merge_share   double precision := hrag._setting('hrag.auto_merge_share', 0.25);
+    merge_ratio   double precision := hrag._setting('hrag.auto_merge_ratio', 0.5);
     -- the best this many hits keep room in the budget (the reserved hits)
     reserved      integer := least(greatest(hrag._setting('hrag.auto_reserved_hits', 2), 0), 1000)::integer;
     -- what a passage must be worth to be taken, in the evidence of the best
@@ -115,7 +125,6 @@ DECLARE
     r_sum         integer := 0;
     reserve_tokens integer;
     r_at          integer;
-    scope_tokens  double precision;
     sel_ids       uuid[] := '{}';
     sel_doc       uuid[] := '{}';
     sel_seq       integer[] := '{}';
@@ -134,7 +143,7 @@ DECLARE
     hit_docs      uuid[];
     hit_scores    real[];
     hit_weights   double precision[];
-    total_weight  double precision;
+    voter_ids     uuid[];
     sel_docs      uuid[];
     -- the candidates, best priority first (c_*), and those set aside (aside_*)
     c_node        uuid[];
@@ -146,7 +155,14 @@ DECLARE
     c_priority    double precision[];
     c_single_hit  boolean[];
     c_children    integer[];
-    c_hit_share   double precision[];
+    c_merge       boolean[];
+    c_is_hit      boolean[];
+    c_depth       integer[];
+    c_leaves      boolean[];
+    c_voted       integer[];
+    c_child_count integer[];
+    voted_merges  integer;
+    d             integer;
     aside_at      integer[] := '{}';
     aside_priority double precision[] := '{}';
     sel_evidence  double precision[] := '{}';
@@ -168,33 +184,47 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    -- The size of what was searched: the stored tokens of the hits' collections.
-    SELECT greatest(s.total_tokens, 1) INTO scope_tokens
-      FROM hrag._collection_size(ARRAY(SELECT DISTINCT h.collection FROM hrag.documents h
-                                        WHERE h.id = ANY (document_ids))) AS s;
-
-    -- The hits (a duplicate id keeps its best score) and their weights; the
-    -- ancestor climb runs per document (hrag._budget_candidates_document).
+    -- The hits (a duplicate id keeps its best score), their weights and the
+    -- voting ones; the ancestor climb runs per document
+    -- (hrag._budget_candidates_document).
     WITH hit AS (
         SELECT h.id, max(h.score) AS score FROM unnest(node_ids, scores) AS h(id, score) GROUP BY h.id
     ),
     weighted AS (
-        SELECT hit.id, hit.score,
+        SELECT hit.id, hit.score, max(hit.score) OVER () AS best,
                exp(greatest((hit.score - max(hit.score) OVER ())::double precision / sharpness, -50)) AS weight
           FROM hit
     )
-    SELECT array_agg(w.id), array_agg(w.score), array_agg(w.weight), (SELECT sum(w.weight) FROM weighted w),
-           max(w.score)
-      INTO hit_ids, hit_scores, hit_weights, total_weight, best_score
+    SELECT array_agg(w.id), array_agg(w.score), array_agg(w.weight), max(w.score),
+           -- (scores at or below 0 say nothing: then every hit votes)
+           coalesce(array_agg(w.id) FILTER (WHERE w.best <= 0 OR w.score >= vote * w.best), '{}')
+      INTO hit_ids, hit_scores, hit_weights, best_score, voter_ids
       FROM weighted w;
     hit_docs := ARRAY(SELECT (SELECT d.doc FROM unnest(node_ids, document_ids) AS d(id, doc)
                                WHERE d.id = h.id AND d.doc IS NOT NULL LIMIT 1)
                         FROM unnest(hit_ids) WITH ORDINALITY AS h(id, ord)
                        ORDER BY h.ord);
 
-    -- The candidates worth taking at all, best priority first.
+    -- The candidates worth taking at all, best priority first: the hits, and
+    -- the merges.
     WITH cands AS MATERIALIZED (
         SELECT * FROM hrag._budget_candidates_each(hit_ids, hit_docs, hit_scores, hit_weights)
+    ),
+    -- the voting hits: those scoring `vote` of the best, and their siblings
+    -- (the hits under the same parent as one of them): a section's weaker
+    -- paragraphs beside its best one are its evidence, weak hits elsewhere
+    -- are not
+    voters AS MATERIALIZED (
+        SELECT h.node_id, h.document_id, h.seq, h.subtree_tokens
+          FROM cands h
+         WHERE h.node_id = ANY (hit_ids)
+           AND (h.node_id = ANY (voter_ids)
+                OR EXISTS (SELECT 1
+                             FROM cands p
+                             JOIN cands s ON s.document_id = p.document_id AND s.depth = p.depth + 1
+                                         AND s.seq BETWEEN p.seq AND p.subtree_end AND s.node_id = ANY (voter_ids)
+                            WHERE p.document_id = h.document_id AND p.depth = h.depth - 1
+                              AND h.seq BETWEEN p.seq AND p.subtree_end))
     )
     SELECT coalesce(array_agg(x.node_id ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id), '{}'),
            array_agg(x.document_id ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id),
@@ -205,24 +235,57 @@ BEGIN
            array_agg(x.priority ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id),
            array_agg(x.hits = 1 AND x.child_count = 0 ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id),
            array_agg(x.children_hit::integer ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id),
-           -- the share of the node's tokens its hits cover (0 for one hit: a
-           -- node around a single hit adds no evidence, only tokens)
-           array_agg(CASE WHEN x.hits >= 2 THEN least(x.hit_tokens / greatest(x.subtree_tokens, 1), 1) ELSE 0 END
-                     ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id)
-      INTO c_node, c_doc, c_evidence, c_seq, c_end, c_tokens, c_priority, c_single_hit, c_children, c_hit_share
-      FROM (SELECT cand.*,
-                   -- the tokens of the hits inside (each hit is a candidate of its own)
-                   (SELECT sum(h.subtree_tokens)::double precision
-                      FROM cands h
-                     WHERE h.node_id = ANY (hit_ids) AND h.document_id = cand.document_id
-                       AND h.seq BETWEEN cand.seq AND cand.subtree_end) AS hit_tokens,
-                   cand.evidence / power(greatest(cand.subtree_tokens, 1), size_exponent) AS priority,
-                   -- share of the evidence over share of the searched text: 1 = no better than chance
-                   (cand.evidence / total_weight) / (greatest(cand.subtree_tokens, 1) / scope_tokens) AS lift
-              FROM cands AS cand) AS x
-     WHERE x.lift >= min_lift
+           array_agg(x.covered ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id),
+           array_agg(x.node_id = ANY (hit_ids) ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id),
+           array_agg(x.depth ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id),
+           array_agg(x.leaves ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id),
+           array_agg(x.voted::integer ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id),
+           array_agg(x.child_count ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id)
+      INTO c_node, c_doc, c_evidence, c_seq, c_end, c_tokens, c_priority, c_single_hit, c_children, c_merge,
+           c_is_hit, c_depth, c_leaves, c_voted, c_child_count
+      FROM (SELECT cand.*, k.leaves, k.voted,
+                   -- its voting hits cover enough of it (the levels are checked below)
+                   NOT (cand.node_id = ANY (hit_ids))
+                   AND v.voters >= 2 AND v.voter_tokens >= merge_share * greatest(cand.subtree_tokens, 1) AS covered,
+                   cand.evidence / power(greatest(cand.subtree_tokens, 1), size_exponent) AS priority
+              FROM cands AS cand
+              -- the voting hits inside and their tokens (each hit is a candidate of its own)
+              CROSS JOIN LATERAL (
+                  SELECT count(*) AS voters, coalesce(sum(h.subtree_tokens), 0)::double precision AS voter_tokens
+                    FROM voters h
+                   WHERE h.document_id = cand.document_id AND h.seq BETWEEN cand.seq AND cand.subtree_end) AS v
+              -- its children on the hits' paths (the candidates a level down
+              -- inside it): whether they are leaves, and how many hold a voting hit
+              CROSS JOIN LATERAL (
+                  SELECT coalesce(bool_and(c.child_count = 0), true) AS leaves,
+                         count(*) FILTER (WHERE EXISTS (
+                             SELECT 1 FROM voters h
+                              WHERE h.document_id = c.document_id AND h.seq BETWEEN c.seq AND c.subtree_end)) AS voted
+                    FROM cands c
+                   WHERE c.document_id = cand.document_id AND c.depth = cand.depth + 1
+                     AND c.seq BETWEEN cand.seq AND cand.subtree_end) AS k) AS x
+     WHERE (x.covered OR x.node_id = ANY (hit_ids))
        AND x.subtree_tokens <= max_tokens
        AND (x.subtree_tokens >= min_tokens OR x.best >= best_score);
+
+    -- The levels, bottom-up: above the nodes whose hit children are leaves, a
+    -- node is a merge only if voting hits lie in merge_ratio of its children
+    -- and in two of them, or in its one child that is a merge itself (a
+    -- document of one chapter is merged only if the chapter is).
+    FOR d IN REVERSE coalesce((SELECT max(x) FROM unnest(c_depth) AS x), -1) .. 0 LOOP
+        FOR k IN 1 .. cardinality(c_node) LOOP
+            CONTINUE WHEN c_depth[k] <> d OR NOT c_merge[k] OR c_leaves[k];
+            voted_merges := 0;
+            FOR m IN 1 .. cardinality(c_node) LOOP
+                IF c_depth[m] = d + 1 AND c_doc[m] = c_doc[k] AND c_seq[m] BETWEEN c_seq[k] AND c_end[k]
+                   AND c_merge[m] THEN
+                    voted_merges := voted_merges + 1;
+                END IF;
+            END LOOP;
+            c_merge[k] := c_voted[k] >= merge_ratio * c_child_count[k]
+                          AND (c_voted[k] >= 2 OR voted_merges >= 1);
+        END LOOP;
+    END LOOP;
 
     -- The reserved hits: the best `reserved` hits among the candidates, in
     -- score order, as many as fit the budget together.
@@ -268,6 +331,7 @@ BEGIN
         ELSE
             EXIT;
         END IF;
+        CONTINUE WHEN NOT (c_merge[j] OR c_is_hit[j]);  -- (not a merge after all: its levels)
         cur_doc := c_doc[j];
         cur_seq := c_seq[j];
         cur_end := c_end[j];
@@ -290,7 +354,7 @@ BEGIN
             END IF;
         END LOOP;
         CONTINUE WHEN inside;
-        IF below_any AND c_hit_share[j] < merge_share THEN
+        IF below_any AND NOT c_merge[j] THEN
             added := (c_evidence[j] - below_evidence) / power(greatest(cur_tokens - below_tokens, 1), size_exponent);
             IF added < priority THEN
                 aside_at := aside_at || j;
@@ -300,7 +364,7 @@ BEGIN
         END IF;
         IF first_priority IS NOT NULL THEN
             -- a merge brings its whole evidence; any other node what it adds
-            node_value := CASE WHEN below_any AND c_hit_share[j] >= merge_share THEN c_evidence[j]
+            node_value := CASE WHEN below_any AND c_merge[j] THEN c_evidence[j]
                                ELSE c_evidence[j] - below_evidence END;
             CONTINUE WHEN node_value < token_cost * (cur_tokens - below_tokens)
                                        + CASE WHEN below_any THEN 0 ELSE passage_cost END;
@@ -341,6 +405,7 @@ BEGIN
     sel_ids := ARRAY(SELECT v FROM unnest(sel_ids, alive) WITH ORDINALITY AS x(v, a, i) WHERE a ORDER BY i);
     sel_docs := ARRAY(SELECT v FROM unnest(sel_doc, alive) WITH ORDINALITY AS x(v, a, i) WHERE a ORDER BY i);
     sel_children := ARRAY(SELECT v FROM unnest(sel_children, alive) WITH ORDINALITY AS x(v, a, i) WHERE a ORDER BY i);
+    sel_evidence := ARRAY(SELECT v FROM unnest(sel_evidence, alive) WITH ORDINALITY AS x(v, a, i) WHERE a ORDER BY i);
 
     IF cardinality(sel_ids) = 0 THEN
         -- No candidate was worth taking (or fitted): the best hit that fits (and
@@ -363,13 +428,17 @@ BEGIN
                                          WHERE cand.node_id = sel_ids[1]), 0)];
     END IF;
 
+    -- Ranked by the evidence each holds, then by its best hit: a merged
+    -- article whose hits together outweigh one better-scoring item comes first.
     RETURN QUERY
     SELECT r.node_id, r.document_id, r.depth, r.title, r.heading_path, r.content, r.score, r.merged_from,
-           r.hit_ratio, (row_number() OVER (ORDER BY r.score DESC, r.depth, r.node_id))::integer,
+           r.hit_ratio,
+           (row_number() OVER (ORDER BY e.evidence DESC NULLS LAST, r.score DESC, r.depth, r.node_id))::integer,
            r.token_count, r.reason
       FROM hrag._budget_rows_each(sel_ids, sel_docs, sel_why, sel_children, node_ids, document_ids, scores,
                                   over_budget) AS r
-     ORDER BY r.score DESC, r.depth, r.node_id;
+      LEFT JOIN unnest(sel_ids, sel_evidence) AS e(id, evidence) ON e.id = r.node_id
+     ORDER BY e.evidence DESC NULLS LAST, r.score DESC, r.depth, r.node_id;
 END
 $$;
 COMMENT ON FUNCTION hrag._retrieve_hits(uuid[], uuid[], real[], integer) IS

@@ -9,7 +9,7 @@
 -- so; "last changed in revision NNNN" points at its history (revisions/, and
 -- the measurements in docs/decisions.md).  To change one: docs/migrations.md.
 
--- hrag.check_integrity (last changed in revision 0022)
+-- hrag.check_integrity (last changed in revision 0029)
 -- Every stored fact the modes trust without checking (child_count, seq and
 -- subtree_end, depth, an embedding on every search target, a valid HNSW
 -- index, the per-collection sums, one root per document), compared with what
@@ -125,16 +125,27 @@ BEGIN
      GROUP BY w.collection
     UNION ALL
     SELECT 'wrong_collection_size', NULL::uuid, NULL::uuid,
-           format('collection %s: hrag.collection_sizes counts %s search targets and %s tokens, '
+           format('collection %s: hrag.collection_sizes counts %s search targets and %s tokens%s, '
                   'its documents %s and %s: run hrag check --repair',
                   coalesce(c.collection, a.collection), coalesce(c.targets, 0), coalesce(c.tokens, 0),
+                  CASE WHEN NOT x.directions_agree THEN ' and another sum of directions' ELSE '' END,
                   coalesce(a.targets, 0), coalesce(a.tokens, 0))
-      FROM (SELECT s.collection, sum(s.search_targets)::bigint AS targets, sum(s.total_tokens)::bigint AS tokens
+      FROM (SELECT s.collection, sum(s.search_targets)::bigint AS targets, sum(s.total_tokens)::bigint AS tokens,
+                   sum(s.embedding_sum) AS directions
               FROM hrag.collection_sizes s GROUP BY s.collection) AS c
       FULL JOIN (SELECT d.collection, sum(d.search_targets)::bigint AS targets,
-                        sum(d.total_tokens)::bigint AS tokens
+                        sum(d.total_tokens)::bigint AS tokens, sum(d.embedding_sum) AS directions
                    FROM hrag.documents d GROUP BY d.collection) AS a ON a.collection = c.collection
-     WHERE coalesce(c.targets, 0) <> coalesce(a.targets, 0) OR coalesce(c.tokens, 0) <> coalesce(a.tokens, 0);
+     -- (sums of float vectors drift a little as writers add and subtract: a
+     -- thousandth of a unit vector per search target is not a problem)
+     CROSS JOIN LATERAL (
+        SELECT CASE WHEN c.directions IS NULL AND a.directions IS NULL THEN true
+                    WHEN c.directions IS NULL THEN vector_norm(a.directions) <= 1e-3 * greatest(a.targets, 1)
+                    WHEN a.directions IS NULL THEN vector_norm(c.directions) <= 1e-3 * greatest(c.targets, 1)
+                    ELSE l2_distance(c.directions, a.directions) <= 1e-3 * greatest(a.targets, 1)
+               END AS directions_agree) AS x
+     WHERE coalesce(c.targets, 0) <> coalesce(a.targets, 0) OR coalesce(c.tokens, 0) <> coalesce(a.tokens, 0)
+        OR NOT x.directions_agree;
 END
 $$;
 COMMENT ON FUNCTION hrag.check_integrity() IS 'One row per problem: vector index, roots, child counts, pre-order ranges, depths, leaves without embedding (markup leaves excepted), term statistics';

@@ -4,9 +4,9 @@
 --     hrag.nodes stores as generated columns (applied before tables.sql)
 --   refresh_document_terms: a document's term counts (hrag.document_terms),
 --     rewritten in the document's own transaction
---   _document_terms_changed, _documents_changed -> _add_term_counts,
---     _add_collection_sizes: the statement triggers (policies_triggers.sql)
---     that keep the per-collection sums the queries read
+--   _document_terms_changed -> _add_term_counts, _documents_changed: the
+--     statement triggers (policies_triggers.sql) that keep the per-collection
+--     sums the queries read
 --   _term_weights, _collection_size: the readers (IDF, collection size),
 --     which sum the per-document rows instead on Citus (_statistics_per_document)
 --   _keep_collection_statistics, _drop_statistics_triggers: rebuild (repair)
@@ -142,9 +142,10 @@ END
 $$;
 COMMENT ON FUNCTION hrag._term_weights(text[], text) IS 'internal: BM25 IDF of query terms in a collection, not part of the API';
 
--- hrag.refresh_document_terms (last changed in revision 0021)
--- A document's term counts after ingestion wrote its nodes, in the same
--- transaction: writers of different documents never touch the same rows.
+-- hrag.refresh_document_terms (last changed in revision 0029)
+-- A document's term counts, size and sum of directions after ingestion wrote
+-- its nodes, in the same transaction: writers of different documents never
+-- touch the same rows.
 CREATE OR REPLACE FUNCTION hrag.refresh_document_terms(document_id uuid)
 RETURNS void
 LANGUAGE plpgsql
@@ -183,15 +184,18 @@ BEGIN
                         WHERE t.document_id = refresh_document_terms.document_id AND t.term = f.term);
 
     UPDATE hrag.documents d
-       SET search_targets = c.targets, total_tokens = c.tokens
-      FROM (SELECT (SELECT count(*) FROM hrag.nodes n
-                     WHERE n.document_id = refresh_document_terms.document_id AND n.embedding IS NOT NULL)::integer
-                       AS targets,
+       SET search_targets = c.targets, total_tokens = c.tokens, embedding_sum = c.directions
+      FROM (SELECT t.targets, t.directions,
                    (SELECT coalesce(sum(n.subtree_tokens), 0) FROM hrag.nodes n
                      WHERE n.document_id = refresh_document_terms.document_id AND n.parent_id IS NULL)::integer
-                       AS tokens) AS c
+                       AS tokens
+              FROM (SELECT count(*)::integer AS targets, sum(l2_normalize(n.embedding)) AS directions
+                      FROM hrag.nodes n
+                     WHERE n.document_id = refresh_document_terms.document_id
+                       AND n.embedding IS NOT NULL) AS t) AS c
      WHERE d.id = refresh_document_terms.document_id
-       AND (d.search_targets, d.total_tokens) IS DISTINCT FROM (c.targets, c.tokens);
+       AND ((d.search_targets, d.total_tokens) IS DISTINCT FROM (c.targets, c.tokens)
+            OR d.embedding_sum IS DISTINCT FROM c.directions);
 END
 $$;
 COMMENT ON FUNCTION hrag.refresh_document_terms(uuid) IS
@@ -260,44 +264,6 @@ $$;
 COMMENT ON FUNCTION hrag._add_term_counts(text[], text[], bigint[]) IS
     'internal: add signed changes to hrag.collection_terms, folding the changed terms'' free rows, not part of the API';
 
--- hrag._add_collection_sizes (last changed in revision 0021)
--- The same fold for the collections' sizes (search targets, stored tokens).
-CREATE OR REPLACE FUNCTION hrag._add_collection_sizes(collections text[], targets bigint[], tokens bigint[])
-RETURNS void
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    BEGIN
-        WITH change AS (
-            SELECT c.collection, sum(c.targets) AS targets, sum(c.tokens) AS tokens
-              FROM unnest(collections, targets, tokens) AS c(collection, targets, tokens)
-             GROUP BY c.collection
-        ),
-        folded AS (
-            DELETE FROM hrag.collection_sizes s
-             WHERE s.ctid = ANY (ARRAY(
-                       SELECT f.ctid FROM hrag.collection_sizes f
-                        WHERE f.collection IN (SELECT c.collection FROM change c)
-                          FOR UPDATE SKIP LOCKED))
-            RETURNING s.collection, s.search_targets, s.total_tokens
-        )
-        INSERT INTO hrag.collection_sizes (collection, search_targets, total_tokens)
-        SELECT x.collection, sum(x.targets), sum(x.tokens)
-          FROM (SELECT * FROM change UNION ALL SELECT * FROM folded) AS x
-         GROUP BY x.collection
-        HAVING sum(x.targets) <> 0 OR sum(x.tokens) <> 0;
-    EXCEPTION WHEN serialization_failure THEN
-        INSERT INTO hrag.collection_sizes (collection, search_targets, total_tokens)
-        SELECT c.collection, sum(c.targets), sum(c.tokens)
-          FROM unnest(collections, targets, tokens) AS c(collection, targets, tokens)
-         GROUP BY c.collection
-        HAVING sum(c.targets) <> 0 OR sum(c.tokens) <> 0;
-    END;
-END
-$$;
-COMMENT ON FUNCTION hrag._add_collection_sizes(text[], bigint[], bigint[]) IS
-    'internal: add signed changes to hrag.collection_sizes, folding the changed collections'' free rows, not part of the API';
-
 -- hrag._document_terms_changed (last changed in revision 0021)
 -- The trigger functions: each statement's change, from its transition
 -- tables.  Statement triggers see every write (ingestion, a cascade, a
@@ -336,8 +302,13 @@ $$;
 COMMENT ON FUNCTION hrag._document_terms_changed() IS
     'internal: the trigger keeping hrag.collection_terms, not part of the API';
 
--- hrag._documents_changed (last changed in revision 0021)
--- The same for hrag.documents: the change in the collections' sizes.
+-- hrag._documents_changed (last changed in revision 0029)
+-- The same for hrag.documents: the change in the collections' sizes and
+-- sums of directions, folded into hrag.collection_sizes as _add_term_counts
+-- folds the terms.  (The fold is written here, not in a function taking
+-- vector[], which could not be created before tables.sql installs pgvector.)
+-- A change's sum of directions is signed: vectors have no negation, so the
+-- old rows' sum is subtracted.
 CREATE OR REPLACE FUNCTION hrag._documents_changed()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -346,40 +317,80 @@ DECLARE
     c  text[];
     n  bigint[];
     tk bigint[];
+    v  vector[];
 BEGIN
     IF TG_OP = 'TRUNCATE' THEN
         DELETE FROM hrag.collection_sizes;
         RETURN NULL;
     END IF;
     IF TG_OP = 'INSERT' THEN
-        SELECT array_agg(r.collection), array_agg(r.search_targets::bigint), array_agg(r.total_tokens::bigint)
-          INTO c, n, tk
-          FROM new_rows r WHERE r.search_targets <> 0 OR r.total_tokens <> 0;
+        SELECT array_agg(r.collection), array_agg(r.targets), array_agg(r.tokens), array_agg(r.directions)
+          INTO c, n, tk, v
+          FROM (SELECT y.collection, sum(y.search_targets) AS targets, sum(y.total_tokens) AS tokens,
+                       sum(y.embedding_sum) AS directions
+                  FROM new_rows y GROUP BY y.collection) AS r
+         WHERE r.targets <> 0 OR r.tokens <> 0;
     ELSIF TG_OP = 'DELETE' THEN
-        SELECT array_agg(r.collection), array_agg(-r.search_targets::bigint), array_agg(-r.total_tokens::bigint)
-          INTO c, n, tk
-          FROM old_rows r WHERE r.search_targets <> 0 OR r.total_tokens <> 0;
+        SELECT array_agg(r.collection), array_agg(-r.targets), array_agg(-r.tokens),
+               array_agg(r.directions - r.directions - r.directions)
+          INTO c, n, tk, v
+          FROM (SELECT y.collection, sum(y.search_targets) AS targets, sum(y.total_tokens) AS tokens,
+                       sum(y.embedding_sum) AS directions
+                  FROM old_rows y GROUP BY y.collection) AS r
+         WHERE r.targets <> 0 OR r.tokens <> 0;
     ELSE
-        -- (most updates of a document change neither count: nothing to add)
-        SELECT array_agg(r.collection), array_agg(r.targets), array_agg(r.tokens) INTO c, n, tk
-          FROM (SELECT x.collection, sum(x.targets) AS targets, sum(x.tokens) AS tokens
-                  FROM (SELECT y.collection, y.search_targets::bigint AS targets, y.total_tokens::bigint AS tokens
-                          FROM new_rows y
-                        UNION ALL
-                        SELECT y.collection, -y.search_targets::bigint, -y.total_tokens::bigint FROM old_rows y) AS x
-                 GROUP BY x.collection
-                HAVING sum(x.targets) <> 0 OR sum(x.tokens) <> 0) AS r;
+        -- (most updates of a document change neither its size nor its
+        -- directions: nothing to add)
+        SELECT array_agg(coalesce(a.collection, b.collection)),
+               array_agg(coalesce(a.targets, 0) - coalesce(b.targets, 0)),
+               array_agg(coalesce(a.tokens, 0) - coalesce(b.tokens, 0)),
+               array_agg(CASE WHEN b.directions IS NULL THEN a.directions
+                              WHEN a.directions IS NULL THEN b.directions - b.directions - b.directions
+                              ELSE a.directions - b.directions END)
+          INTO c, n, tk, v
+          FROM (SELECT y.collection, sum(y.search_targets) AS targets, sum(y.total_tokens) AS tokens,
+                       sum(y.embedding_sum) AS directions
+                  FROM new_rows y GROUP BY y.collection) AS a
+          FULL JOIN (SELECT y.collection, sum(y.search_targets) AS targets, sum(y.total_tokens) AS tokens,
+                            sum(y.embedding_sum) AS directions
+                       FROM old_rows y GROUP BY y.collection) AS b ON b.collection = a.collection
+         WHERE a.targets IS DISTINCT FROM b.targets OR a.tokens IS DISTINCT FROM b.tokens
+            OR a.directions IS DISTINCT FROM b.directions;
     END IF;
-    IF c IS NOT NULL THEN
-        PERFORM hrag._add_collection_sizes(c, n, tk);
+    IF c IS NULL THEN
+        RETURN NULL;
     END IF;
+    -- The fold: every row of the changed collections that no other
+    -- transaction holds is deleted, and their sum with the change inserted.
+    BEGIN
+        WITH folded AS (
+            DELETE FROM hrag.collection_sizes s
+             WHERE s.ctid = ANY (ARRAY(
+                       SELECT f.ctid FROM hrag.collection_sizes f
+                        WHERE f.collection = ANY (c)
+                          FOR UPDATE SKIP LOCKED))
+            RETURNING s.collection, s.search_targets, s.total_tokens, s.embedding_sum
+        )
+        INSERT INTO hrag.collection_sizes (collection, search_targets, total_tokens, embedding_sum)
+        SELECT x.collection, sum(x.targets), sum(x.tokens), sum(x.directions)
+          FROM (SELECT * FROM unnest(c, n, tk, v) AS d(collection, targets, tokens, directions)
+                UNION ALL
+                SELECT * FROM folded) AS x
+         GROUP BY x.collection
+        -- (a change of directions alone, as a reembed makes, while the
+        -- collection's other rows are held, is kept: what it adds is not 0)
+        HAVING sum(x.targets) <> 0 OR sum(x.tokens) <> 0 OR vector_norm(sum(x.directions)) > 1e-3;
+    EXCEPTION WHEN serialization_failure THEN
+        INSERT INTO hrag.collection_sizes (collection, search_targets, total_tokens, embedding_sum)
+        SELECT * FROM unnest(c, n, tk, v);
+    END;
     RETURN NULL;
 END
 $$;
 COMMENT ON FUNCTION hrag._documents_changed() IS
     'internal: the trigger keeping hrag.collection_sizes, not part of the API';
 
--- hrag._keep_collection_statistics (last changed in revision 0021)
+-- hrag._keep_collection_statistics (last changed in revision 0029)
 -- Rebuilds the per-collection sums from hrag.document_terms and
 -- hrag.documents and (re)creates their triggers (repair_integrity).  Writers
 -- are held off by a table lock: deleting rows a writer is folding would
@@ -399,8 +410,9 @@ BEGIN
     DELETE FROM hrag.collection_sizes;
     INSERT INTO hrag.collection_terms (collection, term, leaves)
     SELECT t.collection, t.term, sum(t.leaves) FROM hrag.document_terms t GROUP BY t.collection, t.term;
-    INSERT INTO hrag.collection_sizes (collection, search_targets, total_tokens)
-    SELECT d.collection, sum(d.search_targets), sum(d.total_tokens) FROM hrag.documents d GROUP BY d.collection;
+    INSERT INTO hrag.collection_sizes (collection, search_targets, total_tokens, embedding_sum)
+    SELECT d.collection, sum(d.search_targets), sum(d.total_tokens), sum(d.embedding_sum)
+      FROM hrag.documents d GROUP BY d.collection;
     CREATE TRIGGER document_terms_inserted AFTER INSERT ON hrag.document_terms
         REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION hrag._document_terms_changed();
     CREATE TRIGGER document_terms_deleted AFTER DELETE ON hrag.document_terms
@@ -482,3 +494,4 @@ END
 $$;
 COMMENT ON FUNCTION hrag._collection_size(text[]) IS
     'internal: search targets and stored tokens of collections (NULL: all visible), not part of the API';
+

@@ -7,12 +7,14 @@
 -- so; "last changed in revision NNNN" points at its history (revisions/, and
 -- the measurements in docs/decisions.md).  To change one: docs/migrations.md.
 
--- hrag.finish_reembed (last changed in revision 0025)
+-- hrag.finish_reembed (last changed in revision 0029)
 -- The switch: the prepared vectors replace the old ones for a whole
 -- collection at once, or nothing changes, so a search never mixes two
 -- models' vectors.  A document written since its vectors were made is
--- refused (they would be of its old text); the collection's model row
--- takes the new model and its baseline.
+-- refused (they would be of its old text); each document's sum of
+-- directions is taken again from its new vectors (the question's background
+-- is the new model's from the same commit), and the collection's model row
+-- takes the new model.
 CREATE OR REPLACE FUNCTION hrag.finish_reembed(collection text) RETURNS bigint
     LANGUAGE plpgsql
     AS $$
@@ -49,14 +51,15 @@ BEGIN
      WHERE p.document_id = n.document_id AND p.node_id = n.id AND n.collection = finish_reembed.collection;
     GET DIAGNOSTICS switched = ROW_COUNT;
     UPDATE hrag.documents d
-       SET total_tokens = r.total_tokens, content_hash = r.new_document_hash, updated_at = now()
+       SET total_tokens = r.total_tokens, content_hash = r.new_document_hash, updated_at = now(),
+           embedding_sum = (SELECT sum(l2_normalize(n.embedding)) FROM hrag.nodes n
+                             WHERE n.document_id = d.id AND n.embedding IS NOT NULL)
       FROM hrag.reembed_documents r
      WHERE r.document_id = d.id AND d.collection = finish_reembed.collection;
     UPDATE hrag.collection_models m
        SET model = target->>'model', dimension = (target->>'dimension')::integer,
            fingerprint = target->>'fingerprint', query_prompt = target->>'query_prompt',
-           passage_prompt = target->>'passage_prompt',
-           vector_baseline = coalesce((target->>'vector_baseline')::real, 0), recorded_at = now(), next_model = NULL
+           passage_prompt = target->>'passage_prompt', recorded_at = now(), next_model = NULL
      WHERE m.collection = finish_reembed.collection;
     DELETE FROM hrag.reembed_documents r WHERE r.collection = finish_reembed.collection;
     RETURN switched;

@@ -3,7 +3,8 @@
 --   hrag.search_leaves: the nearest leaves by cosine (a filtered, iterative
 --     HNSW scan, ef_search from _ef_search); parent_child.sql and merge.sql.
 --   hrag.search_hybrid: the vector candidates plus the leaves holding the
---     question's rarest terms (lexical.sql), scored together; hrag.retrieve
+--     question's rarest terms (lexical.sql), scored together above the
+--     question's background (_question_background); hrag.retrieve
 --     (budget.sql) and every mode the Python API runs with a question text.
 --
 -- Each definition is the current one, with what it is for and why it works
@@ -118,14 +119,54 @@ $$;
 COMMENT ON FUNCTION hrag.search_leaves(vector, integer, text, jsonb) IS
     'The ANN step: the k embedded nodes nearest the query (cosine), collection and metadata filters inside the HNSW scan';
 
--- hrag.search_hybrid (last changed in revision 0026)
--- Vector and lexical candidates, scored (1 - w) * cosine + w * IDF-weighted
--- coverage of the question's terms.  The lexical candidates are the leaves
--- holding its rarest terms, found through the GIN index over the whole
--- collection and capped (rare_cap): beyond the cap they are many rows in no
--- useful order.  The cosine reads 0 below the collection model's baseline,
--- so every score is in [0, 1]; a NULL vector with a question text uses the
--- lexical channel alone.  docs/decisions.md, "One candidate stage ...".
+-- hrag._question_background (new in revision 0029)
+-- How close the question is to the searched collections' text on average:
+-- its cosine with their mean direction (the mean of the search targets'
+-- unit vectors, kept with the collections' sizes; the documents' own sums on
+-- Citus).  hrag.search_hybrid reads similarity above it, so a model's own
+-- range cancels: MiniLM puts unrelated texts near 0.1, e5 near 0.8, and a
+-- model nobody measured wherever it does, with no constant per model.  0
+-- for an empty collection.  docs/decisions.md, "Scores above the question's
+-- background".
+CREATE OR REPLACE FUNCTION hrag._question_background(query vector, collections text[])
+RETURNS real
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    directions vector;
+    targets    bigint;
+BEGIN
+    IF hrag._statistics_per_document() THEN
+        SELECT sum(d.embedding_sum), sum(d.search_targets) INTO directions, targets
+          FROM hrag.documents d
+         WHERE (collections IS NULL OR d.collection = ANY (collections)) AND d.embedding_sum IS NOT NULL;
+    ELSE
+        SELECT sum(s.embedding_sum), sum(s.search_targets) INTO directions, targets
+          FROM hrag.collection_sizes s
+         WHERE collections IS NULL OR s.collection = ANY (collections);
+    END IF;
+    IF directions IS NULL OR coalesce(targets, 0) <= 0 OR vector_norm(query) = 0 THEN
+        RETURN 0;
+    END IF;
+    -- (<#> is the negative inner product; the sum over the count is the mean direction)
+    RETURN (-(query <#> directions) / (vector_norm(query) * targets))::real;
+END
+$$;
+COMMENT ON FUNCTION hrag._question_background(vector, text[]) IS
+    'internal: the question''s mean cosine with the searched collections'' search targets, not part of the API';
+
+-- hrag.search_hybrid (last changed in revision 0029)
+-- Vector and lexical candidates, scored (1 - w) * similarity + w * IDF-weighted
+-- coverage of the question's terms.  The similarity is the cosine above the
+-- question's background (_question_background), as a share of the way from
+-- it to 1: 0 for text no closer than the collection's average, whatever the
+-- model's range, so every score is in [0, 1] and means the same under every
+-- model.  The lexical candidates are the leaves holding its rarest terms,
+-- found through the GIN index over the whole collection and capped
+-- (rare_cap): beyond the cap they are many rows in no useful order.  A NULL
+-- vector with a question text uses the lexical channel alone.
+-- docs/decisions.md, "One candidate stage ..." and "Scores above the
+-- question's background".
 CREATE OR REPLACE FUNCTION hrag.search_hybrid(query public.vector, query_text text, k integer DEFAULT 20, collection text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb, lexical_weight real DEFAULT 0.3, candidates integer DEFAULT NULL::integer, min_relative_score real DEFAULT NULL::real) RETURNS TABLE(node_id uuid, parent_id uuid, document_id uuid, score real, vector_score real, lexical_score real)
     LANGUAGE plpgsql STABLE ROWS 30
     AS $$
@@ -141,7 +182,7 @@ DECLARE
     rare_df    bigint := 0;
     weight     real;
     term_row   record;
-    baseline   real := 0;
+    background real := 0;
 BEGIN
     IF query IS NOT NULL OR query_text IS NULL THEN
         PERFORM hrag._check_query(query, filter);
@@ -184,16 +225,10 @@ BEGIN
         rare := hashes[1:1];  -- only common terms: the rarest still finds leaves, rare_cap of them
     END IF;
     weight := CASE WHEN query IS NULL THEN 1 WHEN total > 0 THEN lexical_weight ELSE 0 END;
-    -- Where similarity starts to mean something under the collection's
-    -- model (hrag.collection_models.vector_baseline): E5-style models put
-    -- unrelated texts near 0.8 (their baseline is 0.65), MiniLM near 0.1
-    -- (its baseline is 0).  The fusion reads the similarity above it,
-    -- rescaled to [0, 1], so one lexical weight and one budget-mode
-    -- sharpness serve models whose cosines live on different scales.  Below
-    -- the baseline it reads 0, so every score is in [0, 1].
-    SELECT coalesce(max(m.vector_baseline), 0) INTO baseline
-      FROM hrag.collection_models m
-     WHERE search_hybrid.collection IS NULL OR m.collection = search_hybrid.collection;
+    IF query IS NOT NULL THEN
+        background := least(hrag._question_background(
+                                query, CASE WHEN collection IS NULL THEN NULL ELSE ARRAY[collection] END), 0.99);
+    END IF;
 
     RETURN QUERY
     WITH vector_hit AS (
@@ -250,7 +285,7 @@ BEGIN
          WHERE NOT EXISTS (SELECT 1 FROM vector_hit v WHERE v.node_id = b.node_id)
     ),
     ranked AS (
-        SELECT p.*, ((1 - weight) * coalesce(greatest(p.vector_score - baseline, 0) / (1 - baseline), 0)
+        SELECT p.*, ((1 - weight) * coalesce(greatest(p.vector_score - background, 0) / (1 - background), 0)
                      + weight * p.lexical_score)::real AS combined
           FROM pool p
          ORDER BY combined DESC, p.node_id

@@ -36,8 +36,9 @@ CREATE EXTENSION IF NOT EXISTS vector;
 COMMENT ON SCHEMA hrag IS 'hrag-pg: hierarchical retrieval (parent-child, auto-merging)';
 
 -- One row per ingested source: its collection, source and content_hash (what
--- a re-ingest compares) and its size (search targets, stored tokens), which
--- the statistics triggers sum per collection.
+-- a re-ingest compares) and its size (search targets, stored tokens) and the
+-- sum of its search targets' directions, which the statistics triggers sum
+-- per collection.
 CREATE TABLE hrag.documents (
     id           uuid PRIMARY KEY,
     collection   text NOT NULL DEFAULT 'default'
@@ -53,6 +54,9 @@ CREATE TABLE hrag.documents (
     -- collection into hrag.collection_sizes by the triggers
     search_targets integer NOT NULL DEFAULT 0 CHECK (search_targets >= 0),
     total_tokens   integer NOT NULL DEFAULT 0 CHECK (total_tokens >= 0),
+    -- the sum of the search targets' unit vectors (NULL: none), whose mean
+    -- per collection places a question's background (hrag._question_background)
+    embedding_sum  vector({{embedding_dim}}),
     -- (on Citus, hrag.distribute() turns this into a plain index: ids are
     -- uuid5 of (collection, source), so the primary key keeps it unique)
     UNIQUE (collection, source),
@@ -64,6 +68,8 @@ COMMENT ON COLUMN hrag.documents.search_targets IS
     'Number of embedded nodes of the document (the N of the lexical IDF), kept by hrag.refresh_document_terms';
 COMMENT ON COLUMN hrag.documents.total_tokens IS
     'The document''s stored tokens (its root''s subtree_tokens): a collection''s size for hrag.retrieve_hits';
+COMMENT ON COLUMN hrag.documents.embedding_sum IS
+    'The sum of the document''s search targets'' unit vectors, kept by hrag.refresh_document_terms: a collection''s mean direction';
 
 -- Every node of every tree (the layout is described at the top of this
 -- file).  The primary key leads with document_id, the Citus distribution
@@ -187,10 +193,11 @@ CREATE INDEX collection_terms_term_idx ON hrag.collection_terms (term, collectio
 CREATE TABLE hrag.collection_sizes (
     collection     text   NOT NULL,
     search_targets bigint NOT NULL,
-    total_tokens   bigint NOT NULL
+    total_tokens   bigint NOT NULL,
+    embedding_sum  vector({{embedding_dim}})
 );
 COMMENT ON TABLE hrag.collection_sizes IS
-    'Per collection, its search targets (the N of the lexical IDF) and stored tokens: the sums of its rows, kept from hrag.documents by its triggers';
+    'Per collection, its search targets (the N of the lexical IDF), stored tokens and the sum of their unit vectors: the sums of its rows, kept from hrag.documents by its triggers';
 CREATE INDEX collection_sizes_collection_idx ON hrag.collection_sizes (collection)
     INCLUDE (search_targets, total_tokens);
 -- Whoever may read hrag.document_terms may read the sums; on any
@@ -222,9 +229,6 @@ CREATE TABLE hrag.collection_models (
     fingerprint    text        NOT NULL DEFAULT '',
     query_prompt   text        NOT NULL DEFAULT '',
     passage_prompt text        NOT NULL DEFAULT '',
-    -- the cosine similarity unrelated texts have under this model, which
-    -- hrag.search_hybrid reads scores above (0 for MiniLM, 0.65 for E5)
-    vector_baseline real       NOT NULL DEFAULT 0 CHECK (vector_baseline >= 0 AND vector_baseline < 1),
     recorded_at    timestamptz NOT NULL DEFAULT now(),
     -- the model an unfinished hrag reembed switches to (same keys as the columns above)
     next_model     jsonb       CHECK (next_model IS NULL OR jsonb_typeof(next_model) = 'object')

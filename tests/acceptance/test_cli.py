@@ -47,13 +47,14 @@ def test_query_with_a_budget_keeps_what_fits_by_score_drops_the_rest_and_exits_0
     result = run(env, "query", question, "-c", "manual", "--mode", "parent-child", "--max-tokens", "400", "--json")
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
-    unbounded = json.loads(run(env, "query", question, "-c", "manual", "--json").stdout)["results"]
+    unbounded = json.loads(run(env, "query", question, "-c", "manual", "--mode", "parent-child",
+                               "--json").stdout)["results"]
     parts = [r for r in payload["results"] if "fits the budget" in (r.get("reason") or "")]
     kept, dropped = [r for r in payload["results"] if r not in parts], payload["dropped"]
     assert [r["heading_path"][-1] for r in kept] == ["TLS Encryption"]
     assert all(any(p["content"] in d["content"] for d in dropped) for p in parts)
     assert [r["heading_path"][-1] for r in dropped] == [
-        "Starting a Three-Node Cluster", "Durability and the fsync Policy", "Hardening Checklist"]
+        "Hardening Checklist", "Starting a Three-Node Cluster", "Durability and the fsync Policy"]
     assert payload["total_tokens"] == sum(r["token_count"] for r in kept + parts) <= 400
     # Nothing lost, nothing cut: kept + dropped are the unbounded results, each whole.
     assert sorted(r["node_id"] for r in kept + dropped) == sorted(r["node_id"] for r in unbounded)
@@ -65,7 +66,11 @@ def test_query_with_a_budget_keeps_what_fits_by_score_drops_the_rest_and_exits_0
 def test_human_output_shows_path_score_and_why(env: dict[str, str]) -> None:
     result = run(env, "query", "試用期間中の2ヶ月間、通勤手当と昼食手当は支給されますか？", "-c", "hr")
     assert result.exit_code == 0
-    assert "第4条：諸手当および福利厚生" in result.output and "matching child" in result.output
+    assert result.output.startswith("budget mode (auto), 2,000-token budget: "), "the mode and budget come first"
+    assert "第4条：諸手当および福利厚生" in result.output and "children hit" in result.output
+    parent_child = run(env, "query", "試用期間中の2ヶ月間、通勤手当と昼食手当は支給されますか？", "-c", "hr",
+                       "--mode", "parent-child")
+    assert parent_child.output.startswith("parent-child: 1 passage, ") and "matching child" in parent_child.output
 
 
 def test_show_prints_a_nodes_full_text_and_children(env: dict[str, str]) -> None:

@@ -40,11 +40,11 @@ def test_narrow_antivirus_question_keeps_8_1_unmerged(hrag: HRAG) -> None:
 def test_all_byod_obligations_merge_into_article_8(hrag: HRAG) -> None:
     results = hrag.auto_merge(
         "私物端末（BYOD）を業務で使う場合の義務をすべて教えてください", collection="security")
-    top = results[0]
-    assert top.title == "第8条（BYOD）"
-    assert top.hit_ratio == pytest.approx(1.0)
-    merged = {n.content[:3] for n in hrag.repository.children(top.node_id) if n.id in top.merged_from}
-    assert merged == {"8.1", "8.2", "8.3"}
+    article = next(r for r in results if r.title == "第8条（BYOD）")
+    assert article.hit_ratio == pytest.approx(2 / 3), "8.1 and 8.3 are hits; 8.2, far below the best, is none"
+    merged = {n.content[:3] for n in hrag.repository.children(article.node_id) if n.id in article.merged_from}
+    assert merged == {"8.1", "8.3"}
+    assert all(item in article.content for item in ("8.1", "8.2", "8.3"))
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,11 @@ class Expected:
     top_contains: tuple[str, ...]
     top_merged_from: tuple[str, ...] | None  # first 3 characters of each merged child; () = not merged
     nowhere: tuple[str, ...]  # text no result may start with
+    #: Check the first result under ``top_heading`` rather than the first result: for "all BYOD
+    #: obligations" e5 puts the definition of BYOD (第2条) closest to the question, and it comes
+    #: along, first; the merged article is what the seed promises (docs/decisions.md, "Scores above
+    #: the question's background").
+    by_heading: bool = False
 
 
 #: The Japanese cases use the defaults too (no per-question settings).
@@ -71,10 +76,12 @@ EXPECTED = [
               "昼食手当の適用は本採用以降とする。", "毎月25日"), None, ()),
     Expected("私物のスマートフォンにウイルス対策ソフトを入れる必要はありますか？", "auto-merge", "security", JA_SMALL,
              "第8条（BYOD）", "8.1 BYOD端末には、会社が指定するウイルス対策ソフトを", (), (), ("第8条",)),
+    # (8.2 scores under 0.6 of the best hit: no evidence, but the merge of 8.1 and 8.3 brings the
+    # whole article)
     Expected("私物端末（BYOD）を業務で使う場合の義務をすべて教えてください", "auto-merge", "security", JA_SMALL,
              "第8条（BYOD）", "第8条（BYOD）",
              ("ウイルス対策ソフトをインストール", "6桁以上のパスコード", "24時間以内に情報システム部へ報告"),
-             ("8.1", "8.2", "8.3"), ()),
+             ("8.1", "8.3"), ("第2章", "情報セキュリティ管理規程"), by_heading=True),
     Expected("How long are messages kept before they are deleted?", "parent-child", "manual", {},
              "Retention Policies", "Retention Policies", ("The default retention period is 72 hours",), None, ()),
     Expected("試用期間中の2ヶ月間、通勤手当と昼食手当は支給されますか？", "auto", "hr", {},
@@ -87,7 +94,7 @@ EXPECTED = [
     Expected("私物端末（BYOD）を業務で使う場合の義務をすべて教えてください", "auto", "security", {},
              "第8条（BYOD）", "第8条（BYOD）",
              ("ウイルス対策ソフトをインストール", "6桁以上のパスコード", "24時間以内に情報システム部へ報告"),
-             None, ("第2章", "情報セキュリティ管理規程")),
+             None, ("第2章", "情報セキュリティ管理規程"), by_heading=True),
 ]
 
 
@@ -96,7 +103,8 @@ def test_every_demo_question_returns_the_stated_context(hrag: HRAG, expected: Ex
     settings = for_mode(expected.mode, collection=expected.collection, **expected.settings)
     results = hrag.context(expected.question, settings).results
     assert results, "no results"
-    top = results[0]
+    top = next((r for r in results if r.heading_path[-1] == expected.top_heading), results[0]) \
+        if expected.by_heading else results[0]
     assert top.heading_path[-1] == expected.top_heading, [r.heading_path for r in results]
     assert _lead(top.content).startswith(expected.top_starts_with), top.content[:80]
     for text in expected.top_contains:
@@ -125,10 +133,15 @@ def test_reingesting_the_examples_embeds_nothing(hrag: HRAG) -> None:
     assert sum(report.embedded for report in reports) == 0
 
 
-def test_without_the_hit_share_cap_top_k_12_over_a_35_item_policy_climbs_past_article_8(hrag: HRAG) -> None:
-    """Why auto-merge caps its hits at a tenth of a small collection: twelve hits are a third of it."""
-    results = hrag.auto_merge(
-        "私物端末（BYOD）を業務で使う場合の義務をすべて教えてください", AutoMergeSettings(max_hit_share=None),
-        collection="security")
-    assert results[0].title != "第8条（BYOD）"
-    assert results[0].depth < 3
+def test_without_the_hit_share_cap_and_the_floor_top_k_12_over_a_35_item_policy_climbs_past_article_8(
+        hrag: HRAG) -> None:
+    """Twelve hits are a third of a 35-item policy: counted by rank, they merge past 第8条 into chapters.
+    Either rule keeps the merge at the article: the cap (a tenth of a small collection) or the floor
+    (a hit under 0.6 of the best is no hit)."""
+    question = "私物端末（BYOD）を業務で使う場合の義務をすべて教えてください"
+    by_rank = hrag.auto_merge(question, AutoMergeSettings(max_hit_share=None, min_relative_score=None),
+                              collection="security")
+    assert any(r.depth < 2 for r in by_rank), [(r.depth, r.title) for r in by_rank]
+    for settings in (AutoMergeSettings(max_hit_share=None), AutoMergeSettings(min_relative_score=None)):
+        results = hrag.auto_merge(question, settings, collection="security")
+        assert "第8条（BYOD）" in [r.title for r in results] and all(r.depth >= 2 for r in results)

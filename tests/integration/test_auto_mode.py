@@ -62,7 +62,7 @@ def test_auto_retriever_defaults_come_from_the_defaults_module(hrag: HRAG) -> No
     assert (settings.max_tokens, settings.top_k) == (defaults.MAX_TOKENS, defaults.AUTO_TOP_K)
 
 
-def test_cli_query_defaults_to_auto_mode_when_a_budget_is_given(hrag: HRAG, db_url: str, tmp_path: Path,
+def test_cli_query_runs_the_budget_mode_by_default_and_with_a_budget(hrag: HRAG, db_url: str, tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cli.core, "open_hrag", lambda model=None: hrag)
     runner = CliRunner()
@@ -74,14 +74,16 @@ def test_cli_query_defaults_to_auto_mode_when_a_budget_is_given(hrag: HRAG, db_u
     assert all(r["mode"] == "auto" and r["reason"] and r["source"] for r in payload["results"])
     assert payload["total_tokens"] <= 300
     plain = json.loads(runner.invoke(cli.app, ["query", QUESTION, "--json"], env=env).stdout)
-    assert plain["mode"] == "parent-child"
+    assert plain["mode"] == "auto" and plain["max_tokens"] == defaults.MAX_TOKENS, "the budget mode by default"
+    assert plain["total_tokens"] <= defaults.MAX_TOKENS
     human = runner.invoke(cli.app, ["query", QUESTION, "--mode", "auto", "--max-tokens", "300"], env=env)
     assert human.exit_code == 0 and "work_rules_ja.md" in human.output
 
 
 @pytest.mark.parametrize("mode", [ParentChildSettings, AutoMergeSettings])
 def test_a_passage_over_the_budget_is_replaced_by_its_best_part_that_fits(hrag: HRAG, mode: type) -> None:
-    settings = {"max_parents": 2} if mode is ParentChildSettings else {"top_k": 12}
+    # (auto-merge without its floor: twelve hits merge into a passage large enough to need a part)
+    settings = {"max_parents": 2} if mode is ParentChildSettings else {"top_k": 12, "min_relative_score": None}
     unbounded = hrag.context(QUESTION, mode(collection="default", **settings)).results
     counter = hrag.embedder.token_counter
     best = unbounded[0]

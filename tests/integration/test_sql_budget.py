@@ -137,6 +137,65 @@ def test_a_narrow_question_keeps_its_one_strong_hit_small(conn: psycopg.Connecti
     assert "ch" not in got and "policy" not in got, "weak scattered hits do not pull in the chapter"
 
 
+def _short_regulation() -> Spec:
+    """A short rule book as the seed's are: a document › a chapter of five 3-item articles (40 tokens an item)."""
+    articles = [Spec(f"art{j}", f"Article {j}", kind="clause", children=_article(3, 10 * j)) for j in range(5)]
+    return Spec("rules", kind="document", children=[Spec("ch", "Chapter", kind="chapter", children=articles)])
+
+
+def test_one_article_hit_in_a_short_chapter_is_taken_without_its_chapter(conn: psycopg.Connection) -> None:
+    """A broad question about one article: its three items score high, one item elsewhere votes too,
+    and in a collection this small the rest of the chapter is hit weakly (hits counted by rank).
+
+    The voting hits cover a third of the chapter's tokens, which made the chapter a merge whatever
+    its articles said; above the level of leaves a merge needs voting hits in half its children
+    (auto-merge's levels), and two of five articles hold them, so the article is the unit.
+    """
+    built = insert_tree(conn, _short_regulation())
+    key_of = {v: k for k, v in built.ids.items()}
+    hits = {"a10.0": 0.70, "a10.1": 0.68, "a10.2": 0.66, "a0.0": 0.45,
+            "a20.1": 0.30, "a30.2": 0.29, "a40.0": 0.28, "a0.2": 0.27}
+    sql = "SELECT node_id, merged_from FROM hrag.retrieve_hits(%s, %s::real[], 2000)"
+    params = ([built.ids[k] for k in hits], list(hits.values()))
+    rows = conn.execute(sql, params).fetchall()
+    got = [key_of[r[0]] for r in rows]
+    assert got[0] == "art1" and {key_of[m] for m in rows[0][1]} == {"a10.0", "a10.1", "a10.2"}
+    assert "ch" not in got and "rules" not in got
+
+    conn.execute("SET hrag.auto_merge_ratio = 0")  # without the levels: the chapter (or all of it), for one article
+    assert {"ch", "rules"} & {key_of[r[0]] for r in conn.execute(sql, params)}
+
+
+def test_a_hit_far_below_the_best_does_not_vote_for_a_merge(conn: psycopg.Connection) -> None:
+    """A narrow question: one item scores high, its two siblings far below the best (under hrag.auto_vote).
+
+    Counted by rank they were three hits covering the whole article, a merge; counted by
+    evidence they are no evidence for one, and the item stands alone.
+    """
+    built = insert_tree(conn, _short_regulation())
+    key_of = {v: k for k, v in built.ids.items()}
+    hits = {"a10.0": 0.70, "a10.1": 0.30, "a10.2": 0.28}
+    sql = "SELECT node_id FROM hrag.retrieve_hits(%s, %s::real[], 2000)"
+    params = ([built.ids[k] for k in hits], list(hits.values()))
+    assert [key_of[r[0]] for r in conn.execute(sql, params)] == ["a10.0"]
+
+    conn.execute("SET hrag.auto_vote = 0")  # every hit votes, as every hit counted before
+    assert [key_of[r[0]] for r in conn.execute(sql, params)] == ["art1"]
+
+
+def test_the_merged_article_holding_the_most_evidence_ranks_first(conn: psycopg.Connection) -> None:
+    """The budget mode ranks what it took by the evidence each holds: an article whose three items
+    together outweigh one better-scoring item elsewhere comes first (the seed's "all BYOD
+    obligations" and the definition of BYOD)."""
+    built = insert_tree(conn, _short_regulation())
+    key_of = {v: k for k, v in built.ids.items()}
+    hits = {"a0.0": 0.70, "a10.0": 0.68, "a10.1": 0.67, "a10.2": 0.66}
+    rows = conn.execute("SELECT node_id, rank, score FROM hrag.retrieve_hits(%s, %s::real[], 2000)",
+                        ([built.ids[k] for k in hits], list(hits.values()))).fetchall()
+    assert [(key_of[r[0]], r[1]) for r in rows] == [("art1", 1), ("a0.0", 2)]
+    assert rows[0][2] < rows[1][2], "ranked by evidence, not by the best hit's score"
+
+
 def test_a_result_too_big_for_the_budget_is_replaced_by_its_parts(conn: psycopg.Connection) -> None:
     root, _ = _policy()
     built = insert_tree(conn, root)

@@ -125,15 +125,23 @@ def _retrieval(url: str) -> list[object]:
 def test_upgrading_a_populated_install_to_head_keeps_every_row_and_the_same_answers(
     populated_previous_install: str,
 ) -> None:
-    """Through every later revision (0010, 0011: retrieval as per-document steps) nothing stored changes."""
+    """Through every later revision (0010, 0011: retrieval as per-document steps) nothing stored changes,
+    and the answers stay the same until revision 0029, which changes the budget mode's choice on
+    purpose; parent-child and auto-merge in SQL keep theirs to head."""
     url = populated_previous_install
     migrate.upgrade(url, REVISION)
     before, answers = _contents(url), _retrieval(url)
     assert all(answers)
 
-    migrate.upgrade(url)  # head
-
+    migrate.upgrade(url, "0028")
     assert _contents(url) == before
     assert _retrieval(url) == answers
+
+    migrate.upgrade(url)  # head
+    assert _contents(url) == before
+    at_head = _retrieval(url)
+    assert all(at_head)
+    for i in range(0, len(answers), 3):  # (auto-merge, parent-child, budget mode) per query vector
+        assert at_head[i:i + 2] == answers[i:i + 2]
     with psycopg.connect(_libpq(url)) as conn:
         assert conn.execute("SELECT * FROM hrag.check_integrity()").fetchall() == []

@@ -422,6 +422,10 @@ PROBES: dict[str, str] = {
     # A collection's size is b's data too (revision 0021): the marker 'b' when visible.
     "hrag._collection_size(text[])":
         "SELECT CASE WHEN s.search_targets > 0 THEN 'b' END FROM hrag._collection_size(ARRAY['b']) s",
+    # (revision 0029) the question's background is b's data too (the mean direction of b's
+    # vectors): the marker 'b' when visible.
+    "hrag._question_background(vector,text[])":
+        "SELECT CASE WHEN hrag._question_background(%(q)s, ARRAY['b']) <> 0 THEN 'b' END",
     "hrag._term_weights(text[],text)":
         "SELECT * FROM hrag._term_weights(hrag.lexical_terms(%(b_all_text)s), %(collection)s)",
     # The per-document steps and their coordinator loops (revision 0010), asked for b's tree.
@@ -473,8 +477,6 @@ REFUSED: dict[str, str] = {
     # (revision 0021) the statistics' writers: tables a reader may not write, a rebuild only the owner runs
     "hrag._add_term_counts(text[],text[],bigint[])":
         "SELECT hrag._add_term_counts(ARRAY['b'], ARRAY['bravo'], ARRAY[-1]::bigint[])",
-    "hrag._add_collection_sizes(text[],bigint[],bigint[])":
-        "SELECT hrag._add_collection_sizes(ARRAY['b'], ARRAY[-1]::bigint[], ARRAY[-1]::bigint[])",
     "hrag._keep_collection_statistics()": "SELECT hrag._keep_collection_statistics()",
     "hrag._drop_statistics_triggers()": "SELECT hrag._drop_statistics_triggers()",
     # (revision 0025) the reembed switch locks the model record FOR UPDATE: a reader may not

@@ -54,7 +54,7 @@ def test_retrieve_filters_on_document_metadata(client: TestClient) -> None:
 
 @pytest.mark.parametrize(("body", "status", "message"), [
     ({"question": "x", "merge_threshold": 0.5}, 400, "merge_threshold is a setting of auto-merge, not of mode "
-                                                     "parent-child"),
+                                                     "auto"),
     ({"question": "x", "mode": "auto", "max_parents": 3}, 400, "max_parents is a setting of parent-child"),
     ({"question": "x", "top_kk": 3}, 422, "top_kk is not a field this endpoint takes"),
     ({"question": "x", "top_k": 0}, 400, "top_k must be between 1 and 1000, got 0"),

@@ -21,28 +21,31 @@ down_revision = "0026"
 branch_labels = None
 depends_on = None
 
-#: The function topic files this revision applies live (``schema_sql.apply_topic``);
-#: a later revision that changes one of them freezes this revision's copy into
-#: ``sql/revisions/0027_<topic>.sql`` and names that here instead.
-TOPICS = (
+#: The function topic files this revision applies, in order: live (``schema_sql.apply_topic``),
+#: or, once a later revision changed one, this revision's copy frozen into
+#: ``sql/revisions/0027_<topic>.sql`` (``schema_sql.apply``; revision 0029 froze five).
+STEPS = (
     "text.sql",
-    "lexical.sql",
+    "0027_lexical.sql",
     "common.sql",
     "vector_index.sql",
-    "search.sql",
+    "0027_search.sql",
     "parent_child.sql",
     "merge.sql",
-    "budget.sql",
-    "integrity.sql",
+    "0027_budget.sql",
+    "0027_integrity.sql",
     "tenancy.sql",
     "distribution.sql",
-    "reembed.sql",
+    "0027_reembed.sql",
 )
 
 
 def upgrade() -> None:
-    for topic in TOPICS:
-        schema_sql.apply_topic(op.get_bind(), topic)
+    for step in STEPS:
+        if step in schema_sql.FUNCTION_TOPICS:
+            schema_sql.apply_topic(op.get_bind(), step)
+        else:
+            schema_sql.apply(op.get_bind(), step)
 
 
 def downgrade() -> None:
