@@ -10,12 +10,18 @@ one file, all under one heading below the file's title (its *section*; a file
 without subheadings is one section).  Prints one line per problem and exits 1
 if there is any, else prints a summary (questions per kind, files used) and
 exits 0; ``--sections`` also prints the section each broad question's
-evidence lies in.
+evidence lies in.  A question that names its gold section (``"source"``: the
+file, ``"section"``: the heading, as the regulations' sets do) must have every
+snippet inside that section of that file: between its heading line and the
+next heading of the same or a higher level.  ``--min-chars`` lowers the
+minimum for sets whose items are short (a Japanese rule book's items often
+hold 20-40 characters).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from collections import Counter
@@ -99,14 +105,14 @@ def evidence_files(questions: list[Question], corpus: Corpus) -> dict[str, set[s
     return {q.id: {name for s in q.evidence for name, _ in corpus.locate(s)} for q in questions}
 
 
-def check(questions: list[Question], corpus: Corpus) -> list[str]:
+def check(questions: list[Question], corpus: Corpus, *, min_chars: int = MIN_CHARS) -> list[str]:
     problems: list[str] = []
     for q in questions:
         located: list[list[tuple[str, int]]] = []
         for snippet in q.evidence:
             size = len(normalize(snippet))
-            if not MIN_CHARS <= size <= MAX_CHARS:
-                problems.append(f"{q.id}: snippet is {size} characters (allowed {MIN_CHARS}-{MAX_CHARS}): "
+            if not min_chars <= size <= MAX_CHARS:
+                problems.append(f"{q.id}: snippet is {size} characters (allowed {min_chars}-{MAX_CHARS}): "
                                 f"{snippet[:60]!r}")
             hits = corpus.locate(snippet)
             if not hits:
@@ -123,6 +129,32 @@ def check(questions: list[Question], corpus: Corpus) -> list[str]:
             elif not broad_sections(q, corpus):
                 problems.append(f"{q.id}: broad evidence spans the whole of its file, not one section "
                                 f"(snippets under different top-level headings)")
+    return problems
+
+
+def section_problems(records: list[dict], directory: Path) -> list[str]:
+    """Each question naming its section: every snippet lies under that heading of that file."""
+    problems: list[str] = []
+    for record in records:
+        if not (record.get("source") and record.get("section")):
+            continue
+        path = directory / record["source"]
+        if not path.is_file():
+            problems.append(f"{record['id']}: no file {record['source']}")
+            continue
+        lines = path.read_text(encoding="utf-8").splitlines()
+        headings = [(i, len(m.group(1)), m.group(2)) for i, line in enumerate(lines)
+                    if (m := _HEADING_RE.match(line))]
+        starts = [(i, level) for i, level, title in headings if title == record["section"]]
+        if len(starts) != 1:
+            problems.append(f"{record['id']}: {len(starts)} headings {record['section']!r} in {record['source']}")
+            continue
+        start, level = starts[0]
+        end = next((i for i, lv, _ in headings if i > start and lv <= level), len(lines))
+        span = normalize("\n".join(lines[start:end]))
+        for snippet in record["evidence"]:
+            if normalize(snippet) not in span:
+                problems.append(f"{record['id']}: snippet not under {record['section']!r}: {snippet[:60]!r}")
     return problems
 
 
@@ -152,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"the question set (default {DEFAULT_QUESTIONS.relative_to(HERE.parent)})")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="directory of Markdown files")
     parser.add_argument("--sections", action="store_true", help="print the section of each broad question")
+    parser.add_argument("--min-chars", type=int, default=MIN_CHARS,
+                        help=f"the shortest snippet allowed (default {MIN_CHARS})")
     args = parser.parse_args(argv)
     if args.questions and args.questions_option and args.questions != args.questions_option:
         parser.error("give the question set once (positional or --questions)")
@@ -162,7 +196,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     corpus = Corpus.load(args.corpus)
-    problems = check(questions, corpus)
+    problems = check(questions, corpus, min_chars=args.min_chars)
+    records = [json.loads(line) for line in args.questions.read_text(encoding="utf-8").splitlines() if line.strip()]
+    problems += section_problems(records, args.corpus)
     for problem in problems:
         print(problem)
     if problems:

@@ -64,9 +64,15 @@ HEAD_STEPS = (("revision", "0029_question_background.sql"), *(("topic", t) for t
 
 
 def apply_head(conn: psycopg.Connection[Any]) -> None:
-    """The working tree's revision 0029, in the open transaction."""
+    """The working tree's revision 0029, in the open transaction (on a database already at 0029:
+    the working tree's topic files only)."""
     dim = conn.execute("SELECT embedding_dim FROM hrag.config").fetchone()["embedding_dim"]
+    upgraded = conn.execute("SELECT to_regclass('hrag.documents') IS NOT NULL AND EXISTS (SELECT 1 FROM "
+                            "pg_attribute WHERE attrelid = 'hrag.documents'::regclass "
+                            "AND attname = 'embedding_sum' AND NOT attisdropped) AS done").fetchone()["done"]
     for kind, name in HEAD_STEPS:
+        if upgraded and kind == "revision":
+            continue
         text = schema_sql.read(name) if kind == "revision" else schema_sql.read_topic(name)
         conn.execute(schema_sql.render(text, {"embedding_dim": dim}))
 

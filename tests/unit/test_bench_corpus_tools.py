@@ -224,6 +224,43 @@ def test_validator_accepts_questions_option(tmp_path: Path, capsys: pytest.Captu
     assert "ok: 1 questions" in capsys.readouterr().out
 
 
+RULES = """# Rules
+
+## Chapter 1 General
+
+### Article 1 Purpose
+1. These rules govern the spending of company money on meals.
+2. They apply to every employee of the company.
+
+### Article 2 Meals
+1. A meal with a client may cost at most 50 dollars a head.
+"""
+
+
+def _named(snippet: str, section: str) -> str:
+    return json.dumps({"id": "n1", "kind": "narrow", "question": "?", "source": "rules.md", "section": section,
+                       "evidence": [snippet]})
+
+
+def test_a_snippet_outside_the_section_its_question_names_is_a_problem(tmp_path: Path) -> None:
+    (tmp_path / "rules.md").write_text(RULES, encoding="utf-8")
+    inside = json.loads(_named("A meal with a client may cost at most 50 dollars a head.", "Article 2 Meals"))
+    outside = json.loads(_named("They apply to every employee of the company.", "Article 2 Meals"))
+    missing = json.loads(_named("They apply to every employee of the company.", "Article 9 Cars"))
+    assert validate_questions.section_problems([inside], tmp_path) == []
+    assert "not under 'Article 2 Meals'" in validate_questions.section_problems([outside], tmp_path)[0]
+    assert "0 headings 'Article 9 Cars'" in validate_questions.section_problems([missing], tmp_path)[0]
+
+
+@pytest.mark.parametrize(("corpus", "questions"), [("regulations-ja", "regulations-ja.jsonl"),
+                                                   ("regulations-ja", "regulations-ja-crosslingual.jsonl"),
+                                                   ("regulations-en", "regulations-en.jsonl")])
+def test_the_regulation_question_sets_hold_up_against_their_corpus(corpus: str, questions: str) -> None:
+    """Each snippet verbatim in its file, inside the article the question names (items are short: 20 characters)."""
+    assert validate_questions.main(["--corpus", str(BENCH / "corpora" / corpus),
+                                    "--questions", str(BENCH / "questions" / questions), "--min-chars", "20"]) == 0
+
+
 def test_the_edit_picks_a_one_line_paragraph_and_falls_back_to_a_wrapped_one() -> None:
     import common
 
