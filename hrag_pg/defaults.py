@@ -22,7 +22,7 @@ MERGE_THRESHOLD = 0.5
 #: parent-child and auto-merge: a hit scoring below this share of the best hit's score is no evidence
 #: (``hrag.search_hybrid(min_relative_score)``), so a parent or a merge far below the first is not
 #: returned; the budget mode's ``hrag.auto_vote`` (the same share) keeps such hits from voting for a merge.
-MIN_RELATIVE_SCORE = 0.6
+MIN_RELATIVE_SCORE = 0.5
 #: Weight of lexical term overlap in the hybrid score (``hrag.search_hybrid(lexical_weight)``);
 #: 0 searches by vector only.
 LEXICAL_WEIGHT = 0.3

@@ -98,8 +98,10 @@ CREATE OR REPLACE FUNCTION hrag._retrieve_hits(node_ids uuid[], document_ids uui
 DECLARE
     sharpness     double precision := hrag._setting('hrag.auto_sharpness', 0.105);
     size_exponent double precision := hrag._setting('hrag.auto_size_exponent', 0.5);
-    -- a hit scoring below this share of the best is no evidence for a merge
+    -- a hit votes for a merge when it scores this share of the best, or
+    -- sibling_vote of it beside one that does
     vote          double precision := hrag._setting('hrag.auto_vote', 0.6);
+    sibling_vote  double precision := hrag._setting('hrag.auto_sibling_vote', 0.5);
     -- a merge: two or more voting hits covering at least merge_share of the
     -- node's tokens, and (when its hit children are not leaves) voting hits
     -- in at least merge_ratio of its children.  A merge keeps its whole value
@@ -144,6 +146,7 @@ DECLARE
     hit_scores    real[];
     hit_weights   double precision[];
     voter_ids     uuid[];
+    sibling_ids   uuid[];
     sel_docs      uuid[];
     -- the candidates, best priority first (c_*), and those set aside (aside_*)
     c_node        uuid[];
@@ -162,7 +165,9 @@ DECLARE
     c_voted       integer[];
     c_child_count integer[];
     voted_merges  integer;
-    d             integer;
+    covered       integer[];
+    k             integer;
+    m             integer;
     aside_at      integer[] := '{}';
     aside_priority double precision[] := '{}';
     sel_evidence  double precision[] := '{}';
@@ -197,8 +202,9 @@ BEGIN
     )
     SELECT array_agg(w.id), array_agg(w.score), array_agg(w.weight), max(w.score),
            -- (scores at or below 0 say nothing: then every hit votes)
-           coalesce(array_agg(w.id) FILTER (WHERE w.best <= 0 OR w.score >= vote * w.best), '{}')
-      INTO hit_ids, hit_scores, hit_weights, best_score, voter_ids
+           coalesce(array_agg(w.id) FILTER (WHERE w.best <= 0 OR w.score >= vote * w.best), '{}'),
+           coalesce(array_agg(w.id) FILTER (WHERE w.best <= 0 OR w.score >= sibling_vote * w.best), '{}')
+      INTO hit_ids, hit_scores, hit_weights, best_score, voter_ids, sibling_ids
       FROM weighted w;
     hit_docs := ARRAY(SELECT (SELECT d.doc FROM unnest(node_ids, document_ids) AS d(id, doc)
                                WHERE d.id = h.id AND d.doc IS NOT NULL LIMIT 1)
@@ -214,17 +220,19 @@ BEGIN
     -- (the hits under the same parent as one of them): a section's weaker
     -- paragraphs beside its best one are its evidence, weak hits elsewhere
     -- are not
+    hit_parents AS MATERIALIZED (
+        SELECT h.node_id, h.document_id, h.seq, h.subtree_tokens, p.node_id AS parent
+          FROM cands h
+          LEFT JOIN cands p ON p.document_id = h.document_id AND p.depth = h.depth - 1
+                           AND h.seq BETWEEN p.seq AND p.subtree_end
+         WHERE h.node_id = ANY (hit_ids)
+    ),
     voters AS MATERIALIZED (
         SELECT h.node_id, h.document_id, h.seq, h.subtree_tokens
-          FROM cands h
-         WHERE h.node_id = ANY (hit_ids)
-           AND (h.node_id = ANY (voter_ids)
-                OR EXISTS (SELECT 1
-                             FROM cands p
-                             JOIN cands s ON s.document_id = p.document_id AND s.depth = p.depth + 1
-                                         AND s.seq BETWEEN p.seq AND p.subtree_end AND s.node_id = ANY (voter_ids)
-                            WHERE p.document_id = h.document_id AND p.depth = h.depth - 1
-                              AND h.seq BETWEEN p.seq AND p.subtree_end))
+          FROM hit_parents h
+         WHERE h.node_id = ANY (voter_ids)
+            OR (h.node_id = ANY (sibling_ids)
+                AND h.parent IN (SELECT s.parent FROM hit_parents s WHERE s.node_id = ANY (voter_ids)))
     )
     SELECT coalesce(array_agg(x.node_id ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id), '{}'),
            array_agg(x.document_id ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id),
@@ -272,19 +280,18 @@ BEGIN
     -- node is a merge only if voting hits lie in merge_ratio of its children
     -- and in two of them, or in its one child that is a merge itself (a
     -- document of one chapter is merged only if the chapter is).
-    FOR d IN REVERSE coalesce((SELECT max(x) FROM unnest(c_depth) AS x), -1) .. 0 LOOP
-        FOR k IN 1 .. cardinality(c_node) LOOP
-            CONTINUE WHEN c_depth[k] <> d OR NOT c_merge[k] OR c_leaves[k];
-            voted_merges := 0;
-            FOR m IN 1 .. cardinality(c_node) LOOP
-                IF c_depth[m] = d + 1 AND c_doc[m] = c_doc[k] AND c_seq[m] BETWEEN c_seq[k] AND c_end[k]
-                   AND c_merge[m] THEN
-                    voted_merges := voted_merges + 1;
-                END IF;
-            END LOOP;
-            c_merge[k] := c_voted[k] >= merge_ratio * c_child_count[k]
-                          AND (c_voted[k] >= 2 OR voted_merges >= 1);
+    -- (only the covered candidates can be merges: the loops run over them, deepest first)
+    covered := ARRAY(SELECT i FROM generate_subscripts(c_node, 1) AS i WHERE c_merge[i] ORDER BY c_depth[i] DESC);
+    FOREACH k IN ARRAY covered LOOP
+        CONTINUE WHEN c_leaves[k];
+        voted_merges := 0;
+        FOREACH m IN ARRAY covered LOOP
+            IF c_depth[m] = c_depth[k] + 1 AND c_merge[m] AND c_doc[m] = c_doc[k]
+               AND c_seq[m] BETWEEN c_seq[k] AND c_end[k] THEN
+                voted_merges := voted_merges + 1;
+            END IF;
         END LOOP;
+        c_merge[k] := c_voted[k] >= merge_ratio * c_child_count[k] AND (c_voted[k] >= 2 OR voted_merges >= 1);
     END LOOP;
 
     -- The reserved hits: the best `reserved` hits among the candidates, in

@@ -113,7 +113,9 @@ def test_a_question_with_another_model_is_refused_in_every_mode_and_in_the_adapt
     assert stored.parent_child("試用期間", collection="c")  # the collection's own model still reads it
 
 
-def test_a_question_to_collections_of_different_models_names_them_and_asks_for_one(db_url: str) -> None:
+def test_one_embedder_for_collections_of_different_models_is_refused_naming_them(db_url: str) -> None:
+    """There is no one embedder for both (a retrieval embeds such a question once per model:
+    tests/acceptance/test_several_models.py)."""
     HRAG(db_url, embedder=HashingEmbedder()).ingest([DOCS[0]], collection="plain")
     HRAG(db_url, embedder=SaltedHashingEmbedder()).ingest([DOCS[0]], collection="salted")
     with pytest.raises(ModelMismatchError, match=r"'plain' .hashing-test., 'salted' .hashing-salted.*--collection"):

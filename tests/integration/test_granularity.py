@@ -130,6 +130,6 @@ def test_auto_merge_counts_no_hit_far_below_the_best(hrag: HRAG, question: str) 
 
 def test_the_floor_changes_nothing_for_the_budget_mode_which_weighs_hits_itself(hrag: HRAG) -> None:
     assert BudgetSettings().min_relative_score is None
-    assert ParentChildSettings().min_relative_score == AutoMergeSettings().min_relative_score == 0.6
+    assert ParentChildSettings().min_relative_score == AutoMergeSettings().min_relative_score == 0.5
 
 

@@ -183,6 +183,21 @@ def test_a_hit_far_below_the_best_does_not_vote_for_a_merge(conn: psycopg.Connec
     assert [key_of[r[0]] for r in conn.execute(sql, params)] == ["art1"]
 
 
+def test_weaker_hits_beside_the_best_one_vote_for_its_section(conn: psycopg.Connection) -> None:
+    """A broad question whose answer is a list: one item matches best, its siblings score little over
+    half of it (the manual's b22).  Beside a voting hit, a hit at half the best votes too, so the
+    article merges; weak hits elsewhere still do not (the test above)."""
+    built = insert_tree(conn, _short_regulation())
+    key_of = {v: k for k, v in built.ids.items()}
+    hits = {"a10.0": 0.80, "a10.1": 0.45, "a10.2": 0.44, "a30.0": 0.46}
+    sql = "SELECT node_id FROM hrag.retrieve_hits(%s, %s::real[], 2000)"
+    params = ([built.ids[k] for k in hits], list(hits.values()))
+    assert "art1" in [key_of[r[0]] for r in conn.execute(sql, params)]
+
+    conn.execute("SET hrag.auto_sibling_vote = 1.01")  # only hits at 0.6 of the best vote
+    assert "art1" not in [key_of[r[0]] for r in conn.execute(sql, params)]
+
+
 def test_the_merged_article_holding_the_most_evidence_ranks_first(conn: psycopg.Connection) -> None:
     """The budget mode ranks what it took by the evidence each holds: an article whose three items
     together outweigh one better-scoring item elsewhere comes first (the seed's "all BYOD
