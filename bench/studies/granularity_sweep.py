@@ -130,7 +130,8 @@ def main() -> int:
             for label, settings in variants:
                 if args.head:
                     apply_head(conn)
-                search = {k[len("py."):]: float(v) for k, v in settings.items() if k.startswith("py.")}
+                search = {k[len("py."):]: None if v == "none" else float(v)
+                          for k, v in settings.items() if k.startswith("py.")}
                 for key, value in settings.items():
                     if not key.startswith("py."):
                         conn.execute("SELECT set_config(%s, %s, true)", (key, value))
