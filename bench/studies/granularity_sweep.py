@@ -23,6 +23,7 @@ commit, date and load average when given.
 from __future__ import annotations
 
 import argparse
+import shlex
 import statistics
 import sys
 from pathlib import Path
@@ -147,7 +148,9 @@ def main() -> int:
                 conn.rollback()
         lines.append("")
     if args.out:
-        common.write_results(args.out, [*lines, measured("studies/granularity_sweep.py")])
+        # The variants are the study: the results name the command that ran them.
+        command = shlex.join(["studies/granularity_sweep.py", *sys.argv[1:]])
+        common.write_results(args.out, [*lines, measured(command)])
     return 0
 
 
