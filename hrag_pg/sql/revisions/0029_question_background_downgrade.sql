@@ -3,20 +3,30 @@
 -- the previous definitions of the functions 0029 changed.
 
 -- (vector_baseline goes back in its place, before recorded_at and next_model,
--- which are moved behind it with their data)
-ALTER TABLE hrag.collection_models ADD COLUMN vector_baseline real NOT NULL DEFAULT 0
-    CHECK (vector_baseline >= 0 AND vector_baseline < 1);
-UPDATE hrag.collection_models SET vector_baseline = 0.65 WHERE query_prompt <> '' OR passage_prompt <> '';
-ALTER TABLE hrag.collection_models RENAME COLUMN recorded_at TO recorded_at_0029;
-ALTER TABLE hrag.collection_models RENAME COLUMN next_model TO next_model_0029;
-ALTER TABLE hrag.collection_models DROP CONSTRAINT collection_models_next_model_check;
--- (on PostgreSQL 18 NOT NULL is a constraint with a name the new column must take)
-ALTER TABLE hrag.collection_models ALTER COLUMN recorded_at_0029 DROP NOT NULL;
-ALTER TABLE hrag.collection_models ADD COLUMN recorded_at timestamptz NOT NULL DEFAULT now();
-ALTER TABLE hrag.collection_models
-    ADD COLUMN next_model jsonb CHECK (next_model IS NULL OR jsonb_typeof(next_model) = 'object');
-UPDATE hrag.collection_models SET recorded_at = recorded_at_0029, next_model = next_model_0029;
-ALTER TABLE hrag.collection_models DROP COLUMN recorded_at_0029, DROP COLUMN next_model_0029;
+-- which are moved behind it with their data.  Through EXECUTE: Citus forwards
+-- a propagated DDL command's query string to the workers, and this file is
+-- sent as one string of several commands.  Each constraint is added by its own
+-- command under the name PostgreSQL gave it at creation: Citus refuses a
+-- column added together with an unnamed one.)
+DO $$
+BEGIN
+    EXECUTE 'ALTER TABLE hrag.collection_models ADD COLUMN vector_baseline real NOT NULL DEFAULT 0';
+    EXECUTE 'ALTER TABLE hrag.collection_models ADD CONSTRAINT collection_models_vector_baseline_check '
+            'CHECK (vector_baseline >= 0 AND vector_baseline < 1)';
+    UPDATE hrag.collection_models SET vector_baseline = 0.65 WHERE query_prompt <> '' OR passage_prompt <> '';
+    EXECUTE 'ALTER TABLE hrag.collection_models RENAME COLUMN recorded_at TO recorded_at_0029';
+    EXECUTE 'ALTER TABLE hrag.collection_models RENAME COLUMN next_model TO next_model_0029';
+    EXECUTE 'ALTER TABLE hrag.collection_models DROP CONSTRAINT collection_models_next_model_check';
+    -- (on PostgreSQL 18 NOT NULL is a constraint with a name the new column must take)
+    EXECUTE 'ALTER TABLE hrag.collection_models ALTER COLUMN recorded_at_0029 DROP NOT NULL';
+    EXECUTE 'ALTER TABLE hrag.collection_models ADD COLUMN recorded_at timestamptz NOT NULL DEFAULT now()';
+    EXECUTE 'ALTER TABLE hrag.collection_models ADD COLUMN next_model jsonb';
+    EXECUTE 'ALTER TABLE hrag.collection_models ADD CONSTRAINT collection_models_next_model_check '
+            'CHECK (next_model IS NULL OR jsonb_typeof(next_model) = ''object'')';
+    UPDATE hrag.collection_models SET recorded_at = recorded_at_0029, next_model = next_model_0029;
+    EXECUTE 'ALTER TABLE hrag.collection_models DROP COLUMN recorded_at_0029, DROP COLUMN next_model_0029';
+END
+$$;
 DROP FUNCTION hrag._question_background(vector, text[]);
 
 -- lexical.sql as it was: hrag.refresh_document_terms, hrag._add_collection_sizes, hrag._documents_changed, hrag._keep_collection_statistics
@@ -848,7 +858,11 @@ $$;
 COMMENT ON FUNCTION hrag.finish_reembed(text) IS
     'Swap in the vectors an unfinished reembed prepared, for the whole collection in one transaction (hrag reembed calls it)';
 
-ALTER TABLE hrag.documents DROP COLUMN embedding_sum;
-ALTER TABLE hrag.collection_sizes DROP COLUMN embedding_sum;
+DO $$
+BEGIN
+    EXECUTE 'ALTER TABLE hrag.documents DROP COLUMN embedding_sum';
+    EXECUTE 'ALTER TABLE hrag.collection_sizes DROP COLUMN embedding_sum';
+END
+$$;
 COMMENT ON TABLE hrag.collection_sizes IS
     'Per collection, its search targets (the N of the lexical IDF) and stored tokens: the sums of its rows, kept from hrag.documents by its triggers';
