@@ -18,6 +18,8 @@ from importlib import resources
 import psycopg
 import sqlalchemy as sa
 
+from .errors import SchemaError
+
 DEFAULT_EMBEDDING_DIM = 384
 REVISIONS = "revisions"
 #: The topic files of functions (CREATE OR REPLACE, comments, grants on them):
@@ -110,7 +112,37 @@ def install(conn: sa.Connection, *, embedding_dim: int | None = None) -> None:
     conn.exec_driver_sql("SELECT set_config('check_function_bodies', 'off', true)")
     for name in TOPICS:
         _execute(conn, read_topic(name), embedding_dim)
+    check_function_bodies(conn)
     conn.exec_driver_sql("SELECT set_config('check_function_bodies', %s, true)", (previous,))
+
+
+def check_function_bodies(conn: sa.Connection) -> None:
+    """Check every SQL and PL/pgSQL body in schema ``hrag`` now that all they call exists.
+
+    :func:`install` creates them unchecked; without this pass a syntax error
+    in a topic file would install silently and fail only when something
+    called that function.  The languages' own validators do the checking,
+    which change nothing in the catalog (so nothing is propagated on Citus).
+    """
+    conn.exec_driver_sql("SELECT set_config('check_function_bodies', 'on', true)")
+    functions = conn.exec_driver_sql(
+        "SELECT p.oid, p.oid::regprocedure::text, l.lanvalidator::regproc::text "
+        "  FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang "
+        " WHERE p.pronamespace = 'hrag'::regnamespace AND l.lanname IN ('sql', 'plpgsql') "
+        " ORDER BY 2"
+    ).all()
+    broken = []
+    for oid, signature, validator in functions:
+        savepoint = conn.begin_nested()
+        try:
+            conn.exec_driver_sql(f"SELECT {validator}(%s)", (oid,))
+        except sa.exc.DBAPIError as exc:
+            savepoint.rollback()
+            broken.append(f"{signature}: {str(exc.orig).splitlines()[0]}")
+        else:
+            savepoint.commit()
+    if broken:
+        raise SchemaError(f"the topic files' function bodies do not compile ({len(broken)}): " + "; ".join(broken))
 
 
 def _execute(conn: sa.Connection, text: str, embedding_dim: int | None) -> None:

@@ -15,52 +15,20 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import psycopg
 import pytest
-from pgvector.psycopg import register_vector
 
-from hrag_pg import db
 from hrag_pg.api import HRAG, model_key
 from hrag_pg.embedding import E5_Q4, MINILM, identity_of
 from hrag_pg.errors import HragError, ModelMismatchError
 from hrag_pg.ingest.pipeline import IngestOptions, prepare_file
 from tests.embedders import HashingEmbedder, SaltedHashingEmbedder
+from tests.stored_rows import DOCS, assert_rows_equal, expected_rows, node_rows, recorded_model
 
 REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures"
-DOCS = [FIXTURES / "guide.md", FIXTURES / "work_rules_ja.md", FIXTURES / "security_policy_ja.md"]
-
-
-@pytest.fixture
-def sql(db_url: str) -> Iterator[psycopg.Connection]:
-    with psycopg.connect(db.libpq_url(db_url), autocommit=True) as conn:
-        register_vector(conn)
-        yield conn
-
-
-@pytest.fixture
-def stored(db_url: str) -> HRAG:
-    """The three fixture documents in collection ``c``, embedded by the plain hashing model."""
-    hrag = HRAG(db_url, embedder=HashingEmbedder())
-    report = hrag.ingest(DOCS, collection="c")
-    assert not report.failed and len(report.results) == 3
-    return hrag
-
-
-def node_rows(sql: psycopg.Connection, collection: str = "c") -> dict[Any, tuple[Any, ...]]:
-    return {r[0]: r[1:] for r in sql.execute(
-        "SELECT n.id, n.embedding, n.token_count, n.subtree_tokens, n.content_hash FROM hrag.nodes n "
-        "WHERE n.collection = %s", (collection,))}
-
-
-def recorded_model(sql: psycopg.Connection, collection: str = "c") -> tuple[Any, ...] | None:
-    return sql.execute("SELECT model, dimension, fingerprint, query_prompt, passage_prompt, next_model "
-                       "FROM hrag.collection_models WHERE collection = %s", (collection,)).fetchone()
 
 
 # --------------------------------------------------------------------------- recording and refusing
@@ -141,24 +109,6 @@ def test_a_new_collection_gets_its_model_from_the_script_of_its_documents_and_ke
 
 
 # --------------------------------------------------------------------------- reembed
-
-
-def expected_rows(path: Path, embedder: Any) -> dict[Any, tuple[Any, ...]]:
-    """What a fresh ingest of ``path`` with ``embedder`` stores: vector, token counts, content hash per node."""
-    doc = prepare_file(path, IngestOptions(), collection="c", model_name=model_key(embedder),
-                       counter=embedder.token_counter)
-    return {n.id: (embedder.vector(n.embed_text) if n.embed_text is not None else None,
-                   n.token_count, n.subtree_tokens, n.content_hash) for n in doc.nodes}
-
-
-def assert_rows_equal(actual: dict[Any, tuple[Any, ...]], expected: dict[Any, tuple[Any, ...]]) -> None:
-    assert actual.keys() == expected.keys()
-    for node_id, (vector, *rest) in expected.items():
-        stored_vector, *stored_rest = actual[node_id]
-        assert stored_rest == rest, node_id
-        assert (stored_vector is None) == (vector is None), node_id
-        if vector is not None:
-            np.testing.assert_allclose(stored_vector.to_numpy(), vector, atol=1e-6)
 
 
 def test_reembed_leaves_exactly_what_a_fresh_ingest_with_the_new_model_would(

@@ -486,3 +486,21 @@ def test_only_a_best_hit_larger_than_the_whole_budget_is_returned_over_it_and_fl
         ("note0", 60, "over budget: the best hit alone is larger than max_tokens")]
     rows = conn.execute(sql, (*params, 60)).fetchall()
     assert [(key_of[r[0]], r[1], r[2]) for r in rows] == [("note0", 60, "direct hit")], "at 60 it fits: no flag"
+
+
+def test_a_weak_hit_its_tokens_would_pay_for_is_not_worth_a_new_passage(conn: psycopg.Connection) -> None:
+    """The passage cost alone: a small weak hit in another section is worth its tokens but not a passage.
+
+    The note is 10 tokens (0.02 of evidence at hrag.auto_token_cost) and
+    holds about 0.04 of the best hit's evidence; what makes it not worth
+    taking is hrag.auto_passage_cost, the price of one more passage to read.
+    """
+    built = insert_tree(conn, _manual(notes=4, note_tokens=10))
+    key_of = {v: k for k, v in built.ids.items()}
+    hits = {"member2": 0.80, "note1": 0.46}
+    sql = "SELECT node_id FROM hrag.retrieve_hits(%s, %s::real[], 2000)"
+    ids, scores = [built.ids[k] for k in hits], list(hits.values())
+    assert [key_of[r[0]] for r in conn.execute(sql, (ids, scores))] == ["member2"]
+
+    conn.execute("SET hrag.auto_passage_cost = 0")
+    assert len(conn.execute(sql, (ids, scores)).fetchall()) > 1, "without the passage cost the note is taken"

@@ -19,6 +19,7 @@ import psycopg
 import pytest
 
 from hrag_pg import migrate, schema_sql
+from hrag_pg.errors import SchemaError
 from tests.schema_snapshot import snapshot
 
 HEAD = migrate.head_revision()
@@ -143,3 +144,29 @@ def test_the_topic_files_hold_every_function_once(db_url: str) -> None:
     assert {name: len(files) for name, files in created.items()} == dict(rows)
     assert all(len(set(files)) == 1 for files in created.values()), "a function split over topic files"
     assert sorted(schema_sql.TOPICS) == schema_sql.topic_names(), "a topic file no install applies"
+
+
+def test_a_syntax_error_in_a_topic_files_function_fails_the_install_naming_the_function(
+        blank_db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The install creates bodies unchecked (the files are ordered by definitions, not calls), then checks them all."""
+    real_read = schema_sql.read_topic
+    broken = "    IF target IS NULL THEN"
+
+    def read_with_a_typo(name: str) -> str:
+        text = real_read(name)
+        if name == "reembed.sql":
+            assert broken in text, "reembed.sql changed: update this test's typo"
+            text = text.replace(broken, "    IF target IS NULL THEM", 1)
+        return text
+
+    monkeypatch.setattr(schema_sql, "read_topic", read_with_a_typo)
+    with pytest.raises(SchemaError, match=r"do not compile \(1\): hrag\.finish_reembed\(text\): missing \"THEN\""):
+        migrate.upgrade(blank_db_url)
+    assert _version_or_none(blank_db_url) is None, "nothing of the broken install stays"
+
+
+def _version_or_none(url: str) -> str | None:
+    with psycopg.connect(_libpq(url)) as conn:
+        if conn.execute("SELECT to_regclass('hrag.alembic_version')").fetchone() == (None,):
+            return None
+    return _version(url)
