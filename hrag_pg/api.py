@@ -163,8 +163,7 @@ class HRAG:
 
     def collection_models(self, collection: str | None = None) -> dict[str, ModelIdentity]:
         """The model each collection (or the one given) recorded, by collection name."""
-        with self.repository.engine.connect() as conn:
-            return collection_model.recorded(conn, [collection] if collection is not None else None)
+        return self.repository.collection_models([collection] if collection is not None else None)
 
     def _query_models(self, collection: str | None) -> dict[str, ModelIdentity]:
         """:meth:`collection_models` for questions, remembered for :data:`MODEL_RECORD_SECONDS`.
@@ -227,28 +226,39 @@ class HRAG:
             return asked
         return self._checked(embedder_for(stored.name if stored else model_for_texts(sample())))
 
-    def embed_question(self, question: str, collection: str | None = None) -> np.ndarray | dict[str, np.ndarray]:
-        """The question's vector for a retrieval in ``collection``; asked of every collection when they
-        were embedded with different models, one vector per collection (the question embedded once
-        per model), which the modes search collection by collection and merge on their calibrated
-        scores (docs/modes.md, "Several models")."""
+    def embed_question(self, question: str, collection: str | None = None) -> queries.Stamped:
+        """The question's vector for a retrieval in ``collection``, stamped with the model that made it;
+        asked of every collection when they were embedded with different models, one vector per
+        collection (the question embedded once per model), which the modes search collection by
+        collection and merge on their calibrated scores (docs/modes.md, "Several models").
+
+        The statements check the stamp against the collections' records in the snapshot they search
+        (``hrag._checked_collection``): the records this object remembers may be a few seconds old.
+        """
         if collection is None and self._asked_embedder() is None:
             by_model: dict[ModelIdentity, list[str]] = {}
             for name, stored in self._query_models(None).items():
                 by_model.setdefault(stored, []).append(name)
             if len(by_model) > 1:
                 vectors: dict[str, np.ndarray] = {}
+                stamps: dict[str, tuple[str, str]] = {}
                 for names in by_model.values():
-                    vector = self.embed_query(question, names[0])
+                    embedder = self.query_embedder(names[0])
+                    vector = self._embed_with(embedder, question)
                     vectors.update((name, vector) for name in names)
-                return vectors
-        return self.embed_query(question, collection)
+                    stamps.update((name, _stamp(embedder)) for name in names)
+                return queries.Stamped(vectors, stamps)
+        embedder = self.query_embedder(collection)
+        return queries.Stamped(self._embed_with(embedder, question), _stamp(embedder))
+
+    def _embed_with(self, embedder: Embedder, question: str) -> np.ndarray:
+        check_question(question)
+        with _EMBEDDING_SLOTS:
+            return np.asarray(embed_queries(embedder, [question])[0], dtype=np.float32)
 
     def embed_query(self, question: str, collection: str | None = None) -> np.ndarray:
         check_question(question)
-        embedder = self.query_embedder(collection)
-        with _EMBEDDING_SLOTS:
-            return np.asarray(embed_queries(embedder, [question])[0], dtype=np.float32)
+        return self._embed_with(self.query_embedder(collection), question)
 
     # ------------------------------------------------------------- ingestion
 
@@ -587,7 +597,8 @@ class HRAG:
         """What retrievers read through: the question's vector, token counts, one statement (sync or async)."""
         return Reads(embed_query=self.embed_question,
                      token_counter=lambda collection: self.query_embedder(collection).token_counter,
-                     fetch=self.repository.fetch, afetch=lambda sql, params: self.async_repository.fetch(sql, params))
+                     fetch=self.repository.fetch, afetch=lambda sql, params: self.async_repository.fetch(sql, params),
+                     models_changed=self._model_records.clear)
 
     def retriever(self, settings: Settings) -> BaseRetriever[Any]:
         """The retriever of the mode ``settings`` describe, on this installation."""
@@ -699,6 +710,12 @@ def _refuse_replacing_another_file(path: Path, file_path: str, name: str, collec
         f"exists ({stored_from}); this would replace it. To keep both, give this one its own name (--source) "
         "or another collection; to replace it, pass --replace (replace=True)"
     )
+
+
+def _stamp(embedder: Embedder) -> tuple[str, str]:
+    """What hrag._checked_collection compares with a collection's record: the model's name and fingerprint."""
+    identity = identity_of(embedder)
+    return identity.name, identity.fingerprint
 
 
 def model_key(embedder: Embedder) -> str:

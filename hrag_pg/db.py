@@ -20,7 +20,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
 
-from .errors import ConfigurationError, ConnectionLost, HragError, QueryCancelled, SchemaError
+from .errors import (
+    MODEL_CHANGED_SQLSTATE,
+    ConfigurationError,
+    ConnectionLost,
+    HragError,
+    ModelChanged,
+    QueryCancelled,
+    SchemaError,
+)
 
 ENV_URL = "HRAG_DATABASE_URL"
 
@@ -135,10 +143,15 @@ def operational_error(url: str, exc: BaseException, *, dead_connection: bool = F
     """A driver failure *during* a call (not while connecting) as one clear sentence.
 
     A cancelled statement (``statement_timeout``, a cancel request) becomes
-    :class:`QueryCancelled`; anything else that breaks the connection (a server
-    restart, a terminated backend) becomes :class:`ConnectionLost`.
+    :class:`QueryCancelled`; a collection switched to another model since the
+    question was embedded (``hrag._checked_collection``) :class:`ModelChanged`;
+    anything else that breaks the connection (a server restart, a terminated
+    backend) becomes :class:`ConnectionLost`.
     """
     orig = getattr(exc, "orig", None) or exc
+    if getattr(orig, "sqlstate", None) == MODEL_CHANGED_SQLSTATE:
+        # (hrag._checked_collection's refusal: psycopg files an SQLSTATE it does not know as operational)
+        return ModelChanged(getattr(getattr(orig, "diag", None), "message_primary", None) or str(orig))
     reason = (str(orig).strip().splitlines() or [type(orig).__name__])[0]
     if isinstance(orig, psycopg.errors.QueryCanceled):
         return QueryCancelled(

@@ -64,6 +64,18 @@ class ModelMismatchError(EmbeddingError):
     """A collection's vectors were made by another embedding model than the one asked to read or extend them."""
 
 
+class ModelChanged(ModelMismatchError):
+    """A collection was switched to another model (a reembed) after the question was embedded for it.
+
+    The retrievers embed the question again with the collection's new model
+    and ask once more; it reaches a caller only if the model changed again.
+    """
+
+
+#: The SQLSTATE of hrag._checked_collection's refusal (sql/common.sql).
+MODEL_CHANGED_SQLSTATE = "HRM01"
+
+
 class NotFound(HragError):
     """What the caller names does not exist, or this role cannot see it: a collection, a node, a source."""
 

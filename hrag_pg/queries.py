@@ -84,12 +84,15 @@ SELECT s.node_id, s.parent_id, s.document_id, s.score, n.heading_path,
 # collection (its model's), each collection searched by search_hybrid, whose
 # scores are read above each question's background and so compare across
 # models; the best k of them all (auto-merge: hrag.sample_hits of k), and the
-# relative floor taken over the merged list.
+# relative floor taken over the merged list.  Each collection is checked
+# against the model of its vector (hrag._checked_collection).
 SEARCH_MANY = """
 WITH hit AS (
     SELECT s.node_id, s.parent_id, s.document_id, s.score
-      FROM unnest(%(collections)s::text[], %(queries)s::vector[]) AS q(collection, query)
-     CROSS JOIN LATERAL hrag.search_hybrid(q.query, %(question)s::text, %(top_k)s::int, q.collection,
+      FROM unnest(%(collections)s::text[], %(queries)s::vector[], %(models)s::text[], %(fingerprints)s::text[])
+           AS q(collection, query, model, fingerprint)
+     CROSS JOIN LATERAL hrag.search_hybrid(q.query, %(question)s::text, %(top_k)s::int,
+                                           hrag._checked_collection(q.collection, q.model, q.fingerprint),
                                            %(filter)s::jsonb, %(lexical_weight)s::real, %(candidates)s::int) AS s
 ),
 best AS (
@@ -322,6 +325,9 @@ class Search:
     #: Vector candidates rescored by the hybrid score (None: k, at least 30).
     candidates: int | None = None
     min_relative_score: float | None = None
+    #: The model (name, fingerprint) that made ``query`` (per collection for one vector per
+    #: collection), which the statement checks against the collections' records (None: unchecked).
+    model: Any = None  # tuple[str, str] | dict[str, tuple[str, str]] | None
 
     def candidate_count(self, k: int) -> int:
         """How many vector candidates the hybrid score rescores (as hrag.search_hybrid defaults)."""
@@ -345,9 +351,16 @@ class Search:
         _count(self.candidates, "candidates")
         _real(self.lexical_weight, "lexical_weight")
         _real(self.min_relative_score, "min_relative_score")
-        vectors = {"collections": list(self.query), "queries": [_np.asarray(v, dtype=_np.float32)
-                                                               for v in self.query.values()]} \
-            if self.per_collection else {"query": _np.asarray(self.query, dtype=_np.float32)}
+        vectors: dict[str, Any]
+        if self.per_collection:
+            stamps = [(self.model or {}).get(c, (None, None)) for c in self.query]
+            vectors = {"collections": list(self.query),
+                       "queries": [_np.asarray(v, dtype=_np.float32) for v in self.query.values()],
+                       "models": [s[0] for s in stamps], "fingerprints": [s[1] for s in stamps]}
+        else:
+            model, fingerprint = self.model or (None, None)
+            vectors = {"query": _np.asarray(self.query, dtype=_np.float32),
+                       "question_model": model, "question_fingerprint": fingerprint}
         return {
             **vectors, "question": self.text, "top_k": k,
             "collection": self.collection,
@@ -357,13 +370,49 @@ class Search:
         }
 
 
+@dataclass(frozen=True)
+class Stamped:
+    """A question's vector(s) and the model that made them, as ``Reads.embed_query`` may return them.
+
+    ``model`` is (name, fingerprint), or per collection for one vector per
+    collection; the retrievers put it in :attr:`Search.model`.
+    """
+
+    vectors: Any  # np.ndarray | dict[str, np.ndarray]
+    model: Any  # tuple[str, str] | dict[str, tuple[str, str]]
+
+
+def unstamped(query: Any) -> Any:
+    """The vector(s) of a question, stamped with their model or not."""
+    return query.vectors if isinstance(query, Stamped) else query
+
+
+_COLLECTION = "%(collection)s::text"
+_CHECKED_COLLECTION = ("hrag._checked_collection(%(collection)s::text, %(question_model)s::text, "
+                       "%(question_fingerprint)s::text)")
+
+
+def _model_checked(plan: tuple[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """The statement with its collection passed through hrag._checked_collection when the vector's model is known.
+
+    The check reads the collections' model records in the snapshot the search
+    reads, so a reembed that switched a collection after the question was
+    embedded is refused (``ModelChanged``), never answered with the other
+    model's vectors.
+    """
+    sql, params = plan
+    if params.get("question_model") is None:
+        return plan
+    return sql.replace(_COLLECTION, _CHECKED_COLLECTION), params
+
+
 def plan_search(search: Search, k: int, *, max_hit_share: float | None = None) -> tuple[str, dict[str, Any]]:
     """The ``k`` best candidates (a question to several models' collections: ``hrag.sample_hits`` of ``k``
     with ``max_hit_share``, over all of them)."""
     _count(k, "k")
     if search.per_collection:
         return SEARCH_MANY, {**search.params(k), "max_hit_share": max_hit_share}
-    return (SEARCH_HYBRID if search.hybrid else SEARCH_LEAVES), search.params(k)
+    return _model_checked(((SEARCH_HYBRID if search.hybrid else SEARCH_LEAVES), search.params(k)))
 
 
 def plan_parent_child(search: Search, top_k_children: int, max_parents: int,
@@ -373,7 +422,7 @@ def plan_parent_child(search: Search, top_k_children: int, max_parents: int,
     _real(min_score, "min_score")
     params = search.params(top_k_children)
     params.update(max_parents=max_parents, min_score=min_score)
-    return (PARENT_CHILD_HYBRID if search.hybrid else PARENT_CHILD), params
+    return _model_checked(((PARENT_CHILD_HYBRID if search.hybrid else PARENT_CHILD), params))
 
 
 def plan_auto_merge(search: Search, top_k: int, merge_threshold: float,
@@ -386,7 +435,7 @@ def plan_auto_merge(search: Search, top_k: int, merge_threshold: float,
         raise InvalidArgument(f'argument "max_hit_share" must be in (0, 1], got {max_hit_share!r}')
     params = search.params(top_k)
     params.update(merge_threshold=merge_threshold, max_hit_share=max_hit_share)
-    return (AUTO_MERGE_HYBRID if search.hybrid else AUTO_MERGE), params
+    return _model_checked(((AUTO_MERGE_HYBRID if search.hybrid else AUTO_MERGE), params))
 
 
 def plan_auto_merge_hits(ids: list[Any], scores: list[float], merge_threshold: float) -> tuple[str, dict[str, Any]]:
@@ -408,7 +457,7 @@ def plan_retrieve(search: Search, top_k: int, max_tokens: int) -> tuple[str, dic
     _budget(max_tokens)
     params = search.params(top_k)
     params.update(max_tokens=max_tokens)
-    return RETRIEVE, params
+    return _model_checked((RETRIEVE, params))
 
 
 def plan_retrieve_hits(ids: list[Any], scores: list[float], max_tokens: int) -> tuple[str, dict[str, Any]]:
@@ -424,7 +473,7 @@ def plan_parent_child_context(search: Search, top_k_children: int, max_parents: 
     params.update(max_tokens=max_tokens)
     # the hybrid ranking reads all its candidates, so parents beyond the first top_k_children are found
     k = "%(candidates)s::int" if search.hybrid else "%(top_k)s::int"
-    return _context_statement(_searched(search, k), *_PARENT_CHILD_RESULTS), params
+    return _model_checked((_context_statement(_searched(search, k), *_PARENT_CHILD_RESULTS), params))
 
 
 def plan_auto_merge_context(search: Search, top_k: int, merge_threshold: float, max_hit_share: float | None,
@@ -434,7 +483,7 @@ def plan_auto_merge_context(search: Search, top_k: int, merge_threshold: float, 
     _budget(max_tokens)
     params.update(max_tokens=max_tokens, min_score=None)
     k = "hrag.sample_hits(%(top_k)s::int, %(collection)s::text, %(max_hit_share)s::real)"
-    return _context_statement(_searched(search, k), *_AUTO_MERGE_RESULTS), params
+    return _model_checked((_context_statement(_searched(search, k), *_AUTO_MERGE_RESULTS), params))
 
 
 def plan_parent_child_hits_context(hits: GivenHits, max_parents: int, top_k_children: int | None,

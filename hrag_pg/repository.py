@@ -29,7 +29,7 @@ import contextlib
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -42,7 +42,7 @@ from sqlalchemy.engine import Engine
 
 from . import collection_model, migrate
 from .db import connection_error, operational_error, reconnect_failed, unpinged_checkout
-from .embedding import Embedder, check_vectors, identity_of
+from .embedding import Embedder, ModelIdentity, check_vectors, identity_of
 from .errors import (
     ConfigurationError,
     ConnectionLost,
@@ -616,6 +616,11 @@ class Repository:
             except psycopg.errors.DataError as exc:
                 raise from_database(exc) from exc
         return rows
+
+    def collection_models(self, collections: Sequence[str] | None = None) -> dict[str, ModelIdentity]:
+        """The recorded model of each given collection (all visible ones for None), read as any read is."""
+        with self._reading() as conn:
+            return collection_model.recorded(conn, collections)
 
     def node_text(self, node_id: uuid.UUID) -> str | None:
         node_id = _node_id(node_id)

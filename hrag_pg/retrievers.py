@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from . import queries
-from .errors import HragError
+from .errors import HragError, ModelChanged
 from .ingest.tokens import TokenCounter
 from .models import Context, RetrievalResult, SearchHit
 from .rerank import Reranker
@@ -47,8 +47,9 @@ class Rerank:
 
 
 Request = Fetch | Rerank
-#: A question's vector, or one per collection (collections embedded with different models).
-Query = np.ndarray | dict[str, np.ndarray]
+#: A question's vector, or one per collection (collections embedded with different models),
+#: possibly stamped with the model that made it (``queries.Stamped``: then every statement checks it).
+Query = np.ndarray | dict[str, np.ndarray] | queries.Stamped
 Flow = Generator[Request, Any, T]
 Fetcher = Callable[[str, dict[str, Any]], list[dict[str, Any]]]
 AsyncFetcher = Callable[[str, dict[str, Any]], Awaitable[list[dict[str, Any]]]]
@@ -112,6 +113,9 @@ class Reads:
     token_counter: Callable[[str | None], TokenCounter]
     fetch: Fetcher
     afetch: AsyncFetcher
+    #: Forget what is remembered of the collections' models: a statement refused a stamped question
+    #: (``ModelChanged``: a reembed switched a collection since), which is then embedded again once.
+    models_changed: Callable[[], None] | None = None
 
 
 S = TypeVar("S", ParentChildSettings, AutoMergeSettings, BudgetSettings)
@@ -134,9 +138,10 @@ class BaseRetriever(Generic[S]):
 
     def _search(self, question: str, query: Query) -> queries.Search:
         s = self.settings
-        return queries.Search(query=query, text=question, collection=s.collection, filter=s.filter,
-                              lexical_weight=s.lexical_weight, candidates=s.candidates,
-                              min_relative_score=s.min_relative_score)
+        return queries.Search(query=queries.unstamped(query), text=question, collection=s.collection,
+                              filter=s.filter, lexical_weight=s.lexical_weight, candidates=s.candidates,
+                              min_relative_score=s.min_relative_score,
+                              model=query.model if isinstance(query, queries.Stamped) else None)
 
     def results_flow(self, question: str, query: Query) -> Flow[list[RetrievalResult]]:
         """The mode's results for the question (the budget, if any, left to :meth:`context_flow`)."""
@@ -150,7 +155,7 @@ class BaseRetriever(Generic[S]):
     def _in_one_statement(self, query: Query) -> bool:
         """Whether candidates and the mode go in one statement: not with a reranker between them, nor
         for a question to collections of different models (their candidates are merged first)."""
-        return self.settings.reranker is None and not isinstance(query, dict)
+        return self.settings.reranker is None and not isinstance(queries.unstamped(query), dict)
 
     def _plan(self, search: queries.Search) -> tuple[str, dict[str, Any]]:
         """The mode's statement for its results."""
@@ -178,7 +183,7 @@ class BaseRetriever(Generic[S]):
         budget = self.settings.max_tokens
         if budget is None:
             results = yield from self.results_flow(question, query)
-            if isinstance(query, dict):  # several models' collections: each result in its own model's count
+            if isinstance(queries.unstamped(query), dict):  # several models' collections: each its own count
                 return Context(results=results, total_tokens=sum(r.token_count for r in results))
             counter = self.reads.token_counter(self.settings.collection)
             counted = [r.model_copy(update={"token_count": counter.count(r.content)}) for r in results]
@@ -237,28 +242,48 @@ class BaseRetriever(Generic[S]):
         """The mode's statement for reranked hits: its results, or (``budget``) its context."""
         raise NotImplementedError
 
-    # The drivers.
+    # The drivers.  A statement that finds the question's model is no longer a searched collection's
+    # (a reembed switched it since the model was looked up) is refused; the question is embedded again
+    # with the model the collection holds now, once.
     def retrieve(self, question: str) -> list[RetrievalResult]:
         """The results; with ``max_tokens``, those that fit (see :meth:`context`)."""
         if self.settings.max_tokens is not None:
             return self.context(question).results
-        query = self.reads.embed_query(question, self.settings.collection)
-        return run(self.results_flow(question, query), self.reads.fetch)
+        return self._run(question, self.results_flow)
 
     def context(self, question: str) -> Context:
         """The results within ``max_tokens``, with what was dropped or replaced to fit."""
-        query = self.reads.embed_query(question, self.settings.collection)
-        return run(self.context_flow(question, query), self.reads.fetch)
+        return self._run(question, self.context_flow)
 
     async def aretrieve(self, question: str) -> list[RetrievalResult]:
         if self.settings.max_tokens is not None:
             return (await self.acontext(question)).results
-        query = await asyncio.to_thread(self.reads.embed_query, question, self.settings.collection)
-        return await arun(self.results_flow(question, query), self.reads.afetch)
+        return await self._arun(question, self.results_flow)
 
     async def acontext(self, question: str) -> Context:
-        query = await asyncio.to_thread(self.reads.embed_query, question, self.settings.collection)
-        return await arun(self.context_flow(question, query), self.reads.afetch)
+        return await self._arun(question, self.context_flow)
+
+    def _run(self, question: str, flow: Callable[[str, Query], Flow[T]]) -> T:
+        for last in (False, True):
+            query = self.reads.embed_query(question, self.settings.collection)
+            try:
+                return run(flow(question, query), self.reads.fetch)
+            except ModelChanged:
+                if last or self.reads.models_changed is None:
+                    raise
+                self.reads.models_changed()
+        raise AssertionError("unreachable")
+
+    async def _arun(self, question: str, flow: Callable[[str, Query], Flow[T]]) -> T:
+        for last in (False, True):
+            query = await asyncio.to_thread(self.reads.embed_query, question, self.settings.collection)
+            try:
+                return await arun(flow(question, query), self.reads.afetch)
+            except ModelChanged:
+                if last or self.reads.models_changed is None:
+                    raise
+                self.reads.models_changed()
+        raise AssertionError("unreachable")
 
 
 def _label(result: RetrievalResult) -> str:

@@ -32,6 +32,50 @@ END
 $$;
 COMMENT ON FUNCTION hrag._setting(text, double precision) IS 'internal: a numeric hrag.* setting or its default, not part of the API';
 
+-- hrag._checked_collection (last changed in revision 0030)
+-- A question's vector can only be compared with vectors of the model that
+-- made it.  A caller that looked up a collection's model, embedded the
+-- question with it and then searched could meet a collection that a reembed
+-- switched in between; the statement would then rank the other model's
+-- vectors.  The retrieval statements pass their collection through this
+-- check, with the model (and its weights' fingerprint) the question was
+-- embedded with: it reads the records in the statement's own snapshot, which
+-- every retrieval function shares (they are STABLE), and refuses with
+-- SQLSTATE HRM01 if a searched collection holds another model now, so the
+-- caller embeds again instead of answering.  Without a model (psql, a caller
+-- that embeds by itself) the collection passes unchecked.  Collections
+-- without documents do not count, as for hrag_pg.collection_model.recorded.
+CREATE OR REPLACE FUNCTION hrag._checked_collection(collection text, question_model text, question_fingerprint text)
+RETURNS text
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_column
+DECLARE
+    other record;
+BEGIN
+    IF question_model IS NULL THEN
+        RETURN _checked_collection.collection;
+    END IF;
+    SELECT m.collection, m.model INTO other
+      FROM hrag.collection_models m
+     WHERE (_checked_collection.collection IS NULL OR m.collection = _checked_collection.collection)
+       AND CASE WHEN m.fingerprint <> '' AND coalesce(question_fingerprint, '') <> ''
+                THEN m.fingerprint <> question_fingerprint
+                ELSE m.model <> question_model END
+       AND m.collection IN (SELECT d.collection FROM hrag.documents d)
+     ORDER BY m.collection
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'hrag: collection % holds vectors of % now, and the question was embedded with %',
+                        other.collection, other.model, question_model
+            USING ERRCODE = 'HRM01', HINT = 'Embed the question again with the collection''s model.';
+    END IF;
+    RETURN _checked_collection.collection;
+END
+$$;
+COMMENT ON FUNCTION hrag._checked_collection(text, text, text) IS
+    'internal: the collection, once the question''s model is the one its vectors are of (SQLSTATE HRM01 if not)';
+
 -- hrag._check_query (last changed in revision 0002)
 -- Argument checks shared by the search functions.  Errors name the argument
 -- and use invalid_parameter_value, so a caller can tell them from a fault.

@@ -27,12 +27,16 @@ JAPANESE = "試用期間中の2ヶ月間、通勤手当と昼食手当は支給�
 
 
 def test_the_question_is_embedded_once_per_model_for_every_collection(hrag: HRAG) -> None:
-    vectors = hrag.embed_question(ENGLISH)
+    stamped = hrag.embed_question(ENGLISH)
+    vectors = stamped.vectors
     assert isinstance(vectors, dict) and set(vectors) == {"hr", "security", "manual"}
     assert np.array_equal(vectors["hr"], vectors["security"]), "one model, one vector"
     assert not np.array_equal(vectors["hr"], vectors["manual"])
     assert np.array_equal(vectors["manual"], hrag.embed_query(ENGLISH, "manual"))
-    assert isinstance(hrag.embed_question(ENGLISH, "manual"), np.ndarray), "one collection: one vector"
+    # each vector stamped with its model, which the statements check against the collections' records
+    assert stamped.model["hr"][0] == "multilingual-e5-small-q4" and stamped.model["manual"][0] == "all-MiniLM-L6-v2"
+    one = hrag.embed_question(ENGLISH, "manual")
+    assert isinstance(one.vectors, np.ndarray) and one.model[0] == "all-MiniLM-L6-v2", "one collection: one vector"
 
 
 @pytest.mark.parametrize("settings", [BudgetSettings(), ParentChildSettings(), AutoMergeSettings()],

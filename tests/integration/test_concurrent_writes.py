@@ -24,8 +24,8 @@ import psycopg
 import pytest
 
 from hrag_pg import repository
-from hrag_pg.api import HRAG
-from hrag_pg.errors import IngestError
+from hrag_pg.api import HRAG, AsyncHRAG
+from hrag_pg.errors import IngestError, ModelMismatchError
 from tests.embedders import HashingEmbedder, SaltedHashingEmbedder
 from tests.stored_rows import DOCS, assert_rows_equal, expected_rows, node_rows, recorded_model
 
@@ -170,3 +170,41 @@ def test_a_second_bulk_load_is_refused_while_one_runs_and_a_plain_ingest_is_inde
     assert sql.execute("SELECT hrag._vector_index_state()").fetchone() == ("valid",)
     counts = dict(sql.execute("SELECT collection, count(*) FROM hrag.documents GROUP BY 1").fetchall())
     assert counts == {"bulk": 2, "plain": 1}
+
+
+def test_a_question_embedded_before_a_reembed_switched_its_collection_is_refused_not_answered(
+        stored: HRAG, db_url: str, sql: psycopg.Connection) -> None:
+    """No answer mixes models: the statement checks the question's model against the record it searches under.
+
+    The reader remembers the collection's model for a few seconds (one round
+    trip per question); a reembed by another process switches the collection
+    meanwhile.  The reader's next question, embedded with the old model, must
+    not be ranked among the new model's vectors: the statement refuses it, the
+    reader looks the model up again, and (its embedder being the old model) says so.
+    """
+    reader = HRAG(db_url, embedder=HashingEmbedder())
+    assert reader.retrieve("試用期間", collection="c")  # the collection's model, now remembered
+    HRAG(db_url, embedder=HashingEmbedder()).reembed("c", SaltedHashingEmbedder())
+    with pytest.raises(ModelMismatchError, match="hashing-salted"):
+        reader.retrieve("試用期間", collection="c")
+    with pytest.raises(ModelMismatchError, match="hashing-salted"):
+        reader.parent_child("試用期間", collection="c")
+
+    # The check itself, as psql sees it: another model is refused by SQLSTATE, no model passes unchecked.
+    with pytest.raises(psycopg.DatabaseError, match="collection c holds vectors of hashing-salted now") as refused:
+        sql.execute("SELECT hrag._checked_collection('c', 'hashing-test', '')")
+    assert refused.value.sqlstate == "HRM01"
+    assert sql.execute("SELECT hrag._checked_collection('c', NULL, NULL)").fetchone() == ("c",)
+    assert sql.execute("SELECT hrag._checked_collection(NULL, 'hashing-salted', '')").fetchone() == (None,)
+
+
+async def test_an_async_reader_is_refused_the_same_way(stored: HRAG, db_url: str) -> None:
+    """The async facade (the server's) reads through its own pool: the refusal is the same, not a lost connection."""
+    reader = AsyncHRAG(HRAG(db_url, embedder=HashingEmbedder()))
+    try:
+        assert await reader.retrieve("試用期間", collection="c")
+        HRAG(db_url, embedder=HashingEmbedder()).reembed("c", SaltedHashingEmbedder())
+        with pytest.raises(ModelMismatchError, match="hashing-salted"):
+            await reader.retrieve("試用期間", collection="c")
+    finally:
+        await reader.close()

@@ -322,6 +322,10 @@ def test_a_read_on_a_pooled_connection_while_the_server_is_down_says_the_server_
         message = str(lost.value)
         assert "was lost during the call" in message and "Reconnecting failed as well" in message
         assert "Cannot connect to PostgreSQL" in message and "Background on this error" not in message
+        # The collections' model records (read before a write, and by a reader every few seconds) as clearly.
+        for call in (hrag.collection_models, lambda: hrag.ingest_text("# Down\n\nNothing.\n", source="down2.md")):
+            with pytest.raises(ConfigurationError, match="Cannot connect to PostgreSQL"):
+                call()
         with time_limit(120, "restarting the server"):
             control.start()
         assert [r.node_id for r in hrag.parent_child(question)] == expected

@@ -23,11 +23,11 @@ depends_on = None
 
 #: The function topic files this revision applies, in order: live (``schema_sql.apply_topic``),
 #: or, once a later revision changed one, this revision's copy frozen into
-#: ``sql/revisions/0027_<topic>.sql`` (``schema_sql.apply``; revision 0029 froze five).
+#: ``sql/revisions/0027_<topic>.sql`` (``schema_sql.apply``; revision 0029 froze five, 0030 one).
 STEPS = (
     "text.sql",
     "0027_lexical.sql",
-    "common.sql",
+    "0027_common.sql",
     "vector_index.sql",
     "0027_search.sql",
     "parent_child.sql",
