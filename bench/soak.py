@@ -248,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     started = time.monotonic()
     events: dict[str, float] = {}
-    with running_server(url, args.out.with_suffix(".server.log")) as base:
+    logs = args.data_dir.parent  # (beside the run's PostgreSQL, not among the results)
+    with running_server(url, logs / f"{args.data_dir.name}.server.log") as base:
         before = quiet_answers(base, questions)
         print(f"server at {base}; the old model's answers taken; load starts", flush=True)
         threads = [threading.Thread(target=http_reader, args=(base, questions, i, tally, stop))
@@ -259,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         for thread in threads:
             thread.start()
         reembed: subprocess.Popen[bytes] | None = None
-        reembed_log = args.out.with_suffix(".reembed.log")
+        reembed_log = logs / f"{args.data_dir.name}.reembed.log"
         restarted = False
         load_started = time.monotonic()
         # (the load goes on past --requests until PostgreSQL was restarted, which waits for the reembed)
