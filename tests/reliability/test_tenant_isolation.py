@@ -490,6 +490,13 @@ TRIGGERS: dict[str, str] = {
     "hrag._documents_changed()": "keeps hrag.collection_sizes from each write of hrag.documents",
 }
 
+#: Functions that return only their argument, or refuse (revision 0030): what they could tell of b
+#: is whether they refuse on b's behalf.  A tenant of b is refused (b's record names another model);
+#: a tenant of a gets its argument back, having learnt nothing of b.
+REFUSES_FOR_B: dict[str, str] = {
+    "hrag._checked_collection(text,text,text)": "SELECT hrag._checked_collection('b', 'no-such-model', '')",
+}
+
 #: Functions that cannot return anyone's rows, and why.  Each must be IMMUTABLE (so it
 #: reads no table) unless listed in READS_NO_TABLE: a change that made one read tables fails.
 READS_NO_TABLE = {"hrag._vector_index_state()", "hrag._drop_invalid_vector_indexes()",
@@ -547,11 +554,11 @@ def test_no_function_of_schema_hrag_returns_another_tenants_rows_listed_from_the
     catalog = {r[0]: r[1] for r in sql.execute(
         "SELECT p.oid::regprocedure::text, p.provolatile FROM pg_proc p "
         "WHERE p.pronamespace = 'hrag'::regnamespace")}
-    listed = PROBES.keys() | REFUSED.keys() | NO_ROWS.keys() | TRIGGERS.keys()
+    listed = PROBES.keys() | REFUSED.keys() | NO_ROWS.keys() | TRIGGERS.keys() | REFUSES_FOR_B.keys()
     assert not catalog.keys() - listed, (
         f"functions of schema hrag not covered by the tenant isolation check: {sorted(catalog.keys() - listed)}; "
-        "add each to PROBES (with arguments that return other tenants' rows), REFUSED, NO_ROWS or TRIGGERS "
-        "(with why)")
+        "add each to PROBES (with arguments that return other tenants' rows), REFUSED, REFUSES_FOR_B, NO_ROWS "
+        "or TRIGGERS (with why)")
     assert not listed - catalog.keys(), f"listed but not in the catalog: {sorted(listed - catalog.keys())}"
     pure = [name for name in NO_ROWS if name not in READS_NO_TABLE]
     assert {name: catalog[name] for name in pure} == dict.fromkeys(pure, "i"), "a NO_ROWS function reads tables"
@@ -574,10 +581,15 @@ def test_no_function_of_schema_hrag_returns_another_tenants_rows_listed_from_the
             rows = conn.execute(statement, {**params, "collection": collection}).fetchall()
             assert _leaks(rows, b_ids), f"{name} (collection {collection}) returns none of b's rows even to a " \
                                         "tenant of b: the probe proves nothing"
+        for statement in REFUSES_FOR_B.values():
+            with pytest.raises(psycopg.Error, match="collection b holds vectors of"), conn.transaction():
+                conn.execute(statement)
     with as_role(db_url, tenant) as conn:
         for name, statement, collection in probes:
             rows = conn.execute(statement, {**params, "collection": collection}).fetchall()
             assert _leaks(rows, b_ids) == [], f"{name} (collection {collection}) returned b's data to a tenant of a"
+        for name, statement in sorted(REFUSES_FOR_B.items()):
+            assert conn.execute(statement).fetchall() == [("b",)], f"{name} told a tenant of a something of b"
         for name, statement in sorted(REFUSED.items()):
             message = refused(conn, statement, params)
             assert "permission denied" in message or "must be owner" in message, (name, message)
