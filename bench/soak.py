@@ -339,8 +339,14 @@ def report(args: argparse.Namespace, tally: Tally, events: dict[str, float], bef
         lost.append(f"{WRITER_SOURCE} (not the last acknowledged version {tally.acknowledged})")
     if stored["integrity problems"]:
         lost.append(f"{stored['integrity problems']} integrity problems")
-    error_kinds = Counter(re.sub(r"[0-9a-f-]{36}|\d+(\.\d+)?", "N", m)[:140] for _, _, m in tally.errors)
-    bad_kinds = Counter(m[:160] for _, _, m in tally.bad_errors)
+    # (the messages name the run's own PostgreSQL; the results file must not name this machine's paths)
+    here = str(args.data_dir.resolve())
+
+    def portable(message: str) -> str:
+        return message.replace(here, "<data dir>")
+
+    error_kinds = Counter(re.sub(r"[0-9a-f-]{36}|\d+(\.\d+)?", "N", portable(m))[:140] for _, _, m in tally.errors)
+    bad_kinds = Counter(portable(m)[:160] for _, _, m in tally.bad_errors)
     mixed_after_switch = [round(at - switched, 2) for at, _, _ in mixed] if switched else []
 
     def reader(entries: list[tuple[float, str, str]]) -> int:
