@@ -166,13 +166,13 @@ class Repository:
         if self._dim is None:
             from .db import installed_embedding_dim
 
-            with self.engine.connect() as conn:
+            with self._reading() as conn:  # (a server that is down: one clear error, as for any read)
                 self._dim = installed_embedding_dim(conn)
         return self._dim
 
     def check_ready(self, embedder_dim: int | None = None) -> None:
         """Migrated to head, and (if given) the embedder's dimension matches the database's."""
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             current = migrate.current_revision(conn)
         head = migrate.head_revision()
         if current != head:
