@@ -16,23 +16,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import datetime
 import functools
 import os
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
 from typing_extensions import Self, Unpack
 
 from . import collection_model, db, defaults, migrate, queries
-from .argument_limits import MAX_QUESTION_CHARS, check_question  # noqa: F401 - public: hrag_pg.api is where the API reference documents them
+from .argument_limits import MAX_QUESTION_CHARS, check_node_id, check_question  # noqa: F401 - public: hrag_pg.api is where the API reference documents them
 from .async_repository import AsyncRepository
 from .embedders import embedder_for
 from .embedding import (
@@ -44,7 +41,7 @@ from .embedding import (
     identity_of,
     model_for_texts,
 )
-from .errors import HragError, IngestError, ModelMismatchError, NotFound
+from .errors import HragError, IngestError, ModelMismatchError, NotFound, unknown_collection
 from .ingest.children import QuestionGenerator
 from .ingest.flatten import FILE_PATH_KEY
 from .ingest.loaders import load_document
@@ -53,10 +50,13 @@ from .ingest.sources import keep_stored_names, name_files, old_names
 from .ingest.text import TextFormat, check_metadata, check_source, load_text
 from .ingest.tree import DocumentTree
 from .models import ChildChunk, Context, IngestResult, OutlineEntry, OutlineNode, ParentChunk, RetrievalResult
+from .operations.administration import Administration
+from .operations.reading import AsyncReader, Reader, outline_flow
+from .operations.shapes import SourceEntry
 from .reembed import Reembedder, ReembedReport
-from .repository import Progress, Repository, _node_id
-from .retrievers import BaseRetriever, Reads, retriever_for
-from .settings import AutoMergeSettings, BudgetSettings, ParentChildSettings, Scope, Settings, for_method, scoped
+from .repository import Progress, Repository
+from .retrievers import BaseRetriever, Reads, arun, retriever_for, run
+from .settings import AutoMergeSettings, BudgetSettings, Options, ParentChildSettings, Settings, for_method, scoped
 
 #: Questions embedded at once in this process: one per core.  More threads (a server's concurrent
 #: requests) only take turns on the same cores and each waits longer (bench/serve_load.py).
@@ -188,6 +188,10 @@ class HRAG:
         recorded with different models.
         """
         records = self._query_models(collection)
+        if collection is not None and collection not in records:
+            existing = self.repository.collections()  # (a typo costs this round trip, not a model's load)
+            if collection not in existing:
+                raise unknown_collection(collection, existing)
         asked = self._asked_embedder()
         if asked is not None:
             identity = identity_of(asked)
@@ -485,24 +489,25 @@ class HRAG:
         One collection (or all), or one ``source``; each entry is a node a
         reader navigates by (the root, sections, titled leaves) with its
         subtree's token count.  Expand one with :meth:`children`, read one
-        with :meth:`node`.  An unknown source is an :class:`InvalidArgument`.
+        with :meth:`node`.  An unknown source is an :class:`InvalidArgument`, an unknown
+        collection :class:`NotFound` naming those that exist.
         """
-        params = queries.outline_params(collection, source, max_depth)
-        return [queries.to_outline_entry(r) for r in self.repository.fetch(queries.OUTLINE, params)]
+        return run(outline_flow(collection, source, max_depth), self.repository.fetch)
 
     def children(self, node_id: Any) -> list[OutlineEntry]:
         """The children of a node in document order (paragraphs included); [] for a leaf or an unknown id."""
-        rows = self.repository.fetch(queries.CHILDREN, {"node_id": _node_id(node_id)})
+        rows = self.repository.fetch(queries.CHILDREN, {"node_id": check_node_id(node_id)})
         return [queries.to_outline_entry(r) for r in rows]
 
     def node(self, node_id: Any) -> OutlineNode | None:
         """One node with its place in the tree and its full text (None if unknown)."""
-        rows = self.repository.fetch(queries.NODE, {"node_id": _node_id(node_id)})
+        rows = self.repository.fetch(queries.NODE, {"node_id": check_node_id(node_id)})
         return queries.to_outline_node(rows[0]) if rows else None
 
     def sources(self, collection: str | None = None) -> list[SourceInfo]:
-        """The stored documents (all collections, or one): source, collection, nodes, last update."""
-        return [SourceInfo(**row) for row in self.repository.sources(collection)]
+        """The stored documents (all collections, or one): source, collection, nodes, last update, and the
+        collection's model; an unknown collection is :class:`NotFound` naming those that exist."""
+        return self.reader.sources(collection)
 
     def rename_from_paths(
         self,
@@ -596,7 +601,6 @@ class HRAG:
     def reads(self) -> Reads:
         """What retrievers read through: the question's vector, token counts, one statement (sync or async)."""
         return Reads(embed_query=self.embed_question,
-                     token_counter=lambda collection: self.query_embedder(collection).token_counter,
                      fetch=self.repository.fetch, afetch=lambda sql, params: self.async_repository.fetch(sql, params),
                      models_changed=self._model_records.clear)
 
@@ -604,25 +608,35 @@ class HRAG:
         """The retriever of the mode ``settings`` describe, on this installation."""
         return retriever_for(self.reads, settings)
 
+    @property
+    def reader(self) -> Reader:
+        """The reading operations (:mod:`hrag_pg.operations`) on this installation, as the CLI runs them."""
+        return Reader(self.repository, self.retriever)
+
+    @property
+    def administration(self) -> Administration:
+        """The administration operations (stats, check) on this installation."""
+        return Administration(self.repository)
+
     def parent_child(self, question: str, settings: ParentChildSettings | None = None,
-                     **scope: Unpack[Scope]) -> list[RetrievalResult]:
+                     **options: Unpack[Options]) -> list[RetrievalResult]:
         """Small-to-big: the parents of the best-matching children (see :class:`ParentChildSettings`)."""
-        return self.retriever(for_method(ParentChildSettings, settings, "parent_child", **scope)).retrieve(question)
+        return self.retriever(for_method(ParentChildSettings, settings, "parent_child", **options)).retrieve(question)
 
     def auto_merge(self, question: str, settings: AutoMergeSettings | None = None,
-                   **scope: Unpack[Scope]) -> list[RetrievalResult]:
+                   **options: Unpack[Options]) -> list[RetrievalResult]:
         """Hit leaves, merged upward into parents enough of whose children were hit (see :class:`AutoMergeSettings`)."""
-        return self.retriever(for_method(AutoMergeSettings, settings, "auto_merge", **scope)).retrieve(question)
+        return self.retriever(for_method(AutoMergeSettings, settings, "auto_merge", **options)).retrieve(question)
 
     def retrieve(self, question: str, settings: BudgetSettings | None = None,
-                 **scope: Unpack[Scope]) -> list[RetrievalResult]:
+                 **options: Unpack[Options]) -> list[RetrievalResult]:
         """The budget mode: the best non-overlapping context within ``max_tokens`` (see :class:`BudgetSettings`)."""
-        return self.retriever(for_method(BudgetSettings, settings, "retrieve", **scope)).retrieve(question)
+        return self.retriever(for_method(BudgetSettings, settings, "retrieve", **options)).retrieve(question)
 
-    def context(self, question: str, settings: Settings | None = None, **scope: Unpack[Scope]) -> Context:
+    def context(self, question: str, settings: Settings | None = None, **options: Unpack[Options]) -> Context:
         """The results of the mode ``settings`` describe (default parent-child) within ``max_tokens``,
         with what was dropped or replaced to fit."""
-        return self.retriever(scoped(settings or ParentChildSettings(), **scope)).context(question)
+        return self.retriever(scoped(settings or ParentChildSettings(), **options)).context(question)
 
     # ------------------------------------------------------------- lifetime
 
@@ -644,15 +658,8 @@ class HRAG:
         self.close()
 
 
-class SourceInfo(BaseModel):
-    """One stored document, as ``hrag sources`` lists it."""
-
-    source: str
-    collection: str
-    document_id: uuid.UUID
-    nodes: int
-    updated_at: datetime.datetime
-    metadata: dict[str, Any] = Field(default_factory=dict)
+#: One stored document, as ``hrag sources`` lists it (the operations' shape).
+SourceInfo = SourceEntry
 
 
 @dataclass
@@ -768,8 +775,12 @@ class AsyncHRAG:
     async def open(cls, url: str | None = None, **kwargs: Any) -> AsyncHRAG:
         return cls(await asyncio.to_thread(HRAG.open, url, **kwargs))
 
-    async def __aenter__(self) -> Self:
+    async def connect(self) -> None:
+        """Open the connection pool now (a server does it at start), not on the first question."""
         await self.repository.pool()
+
+    async def __aenter__(self) -> Self:
+        await self.connect()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -781,40 +792,45 @@ class AsyncHRAG:
     def retriever(self, settings: Settings) -> BaseRetriever[Any]:
         return self.hrag.retriever(settings)
 
+    @property
+    def reader(self) -> AsyncReader:
+        """The reading operations on the connection pool, as the server runs them."""
+        return AsyncReader(self.hrag.reader, self.repository)
+
     async def parent_child(self, question: str, settings: ParentChildSettings | None = None,
-                           **scope: Unpack[Scope]) -> list[RetrievalResult]:
+                           **options: Unpack[Options]) -> list[RetrievalResult]:
         """As :meth:`HRAG.parent_child`, on the connection pool."""
-        settings = for_method(ParentChildSettings, settings, "parent_child", **scope)
+        settings = for_method(ParentChildSettings, settings, "parent_child", **options)
         return await self.retriever(settings).aretrieve(question)
 
     async def auto_merge(self, question: str, settings: AutoMergeSettings | None = None,
-                         **scope: Unpack[Scope]) -> list[RetrievalResult]:
+                         **options: Unpack[Options]) -> list[RetrievalResult]:
         """As :meth:`HRAG.auto_merge`, on the connection pool."""
-        return await self.retriever(for_method(AutoMergeSettings, settings, "auto_merge", **scope)).aretrieve(question)
+        settings = for_method(AutoMergeSettings, settings, "auto_merge", **options)
+        return await self.retriever(settings).aretrieve(question)
 
     async def retrieve(self, question: str, settings: BudgetSettings | None = None,
-                       **scope: Unpack[Scope]) -> list[RetrievalResult]:
+                       **options: Unpack[Options]) -> list[RetrievalResult]:
         """As :meth:`HRAG.retrieve` (the budget mode), on the connection pool."""
-        return await self.retriever(for_method(BudgetSettings, settings, "retrieve", **scope)).aretrieve(question)
+        return await self.retriever(for_method(BudgetSettings, settings, "retrieve", **options)).aretrieve(question)
 
-    async def context(self, question: str, settings: Settings | None = None, **scope: Unpack[Scope]) -> Context:
+    async def context(self, question: str, settings: Settings | None = None, **options: Unpack[Options]) -> Context:
         """As :meth:`HRAG.context`, on the connection pool."""
-        return await self.retriever(scoped(settings or ParentChildSettings(), **scope)).acontext(question)
+        return await self.retriever(scoped(settings or ParentChildSettings(), **options)).acontext(question)
 
     async def outline(self, collection: str | None = None, source: str | None = None,
                       max_depth: int = 3) -> list[OutlineEntry]:
         """As :meth:`HRAG.outline`, on the connection pool."""
-        params = queries.outline_params(collection, source, max_depth)
-        return [queries.to_outline_entry(r) for r in await self.repository.fetch(queries.OUTLINE, params)]
+        return await arun(outline_flow(collection, source, max_depth), self.repository.fetch)
 
     async def children(self, node_id: Any) -> list[OutlineEntry]:
         """As :meth:`HRAG.children`, on the connection pool."""
-        rows = await self.repository.fetch(queries.CHILDREN, {"node_id": _node_id(node_id)})
+        rows = await self.repository.fetch(queries.CHILDREN, {"node_id": check_node_id(node_id)})
         return [queries.to_outline_entry(r) for r in rows]
 
     async def node(self, node_id: Any) -> OutlineNode | None:
         """As :meth:`HRAG.node`, on the connection pool."""
-        rows = await self.repository.fetch(queries.NODE, {"node_id": _node_id(node_id)})
+        rows = await self.repository.fetch(queries.NODE, {"node_id": check_node_id(node_id)})
         return queries.to_outline_node(rows[0]) if rows else None
 
     async def ingest(self, paths: Iterable[str | Path], **kwargs: Any) -> IngestReport:

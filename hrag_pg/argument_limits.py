@@ -10,6 +10,7 @@ line, ``top_k`` in Python) and the value they gave, not an internal one.
 from __future__ import annotations
 
 import math
+import uuid
 from typing import Any
 
 from .errors import InvalidArgument
@@ -36,17 +37,28 @@ def check_question(question: str) -> str:
     return question
 
 
+def check_node_id(value: Any) -> uuid.UUID:
+    """A node id given as a UUID or its text, else InvalidArgument naming what was given (not a driver error)."""
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+        raise InvalidArgument(f"{shown} is not a node id (a UUID)", field="node_id") from None
+
+
 def check_count(value: Any, name: str, *, maximum: int = MAX_COUNT) -> int:
     """An integer in 1..maximum, else InvalidArgument naming ``name`` and the value given."""
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
-        raise InvalidArgument(f"{name} must be between 1 and {maximum}, got {value!r}")
+        raise InvalidArgument(f"{name} must be between 1 and {maximum}, got {value!r}", field=name)
     return value
 
 
 def check_nonnegative(value: Any, name: str, *, maximum: int) -> int:
     """An integer in 0..maximum."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= maximum:
-        raise InvalidArgument(f"{name} must be between 0 and {maximum}, got {value!r}")
+        raise InvalidArgument(f"{name} must be between 0 and {maximum}, got {value!r}", field=name)
     return value
 
 
@@ -56,5 +68,5 @@ def check_fraction(value: Any, name: str, *, zero_allowed: bool) -> float:
     ok = (not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
           and (0 <= value <= 1 if zero_allowed else 0 < value <= 1))
     if not ok:
-        raise InvalidArgument(f"{name} must be in {low}, 1], got {value!r}")
+        raise InvalidArgument(f"{name} must be in {low}, 1], got {value!r}", field=name)
     return float(value)

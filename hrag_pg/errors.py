@@ -29,7 +29,24 @@ class EmbeddingError(HragError):
 
 
 class InvalidArgument(HragError, ValueError):
-    """A retrieval argument the SQL functions refused (the message names it)."""
+    """An argument out of its range, or one the call does not take; the message names it.
+
+    ``field`` is the argument's name in Python and JSON (``top_k``), so a
+    front end can say it in its own words (the CLI's ``--top-k``).
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class UnknownSetting(InvalidArgument, TypeError):
+    """A setting the mode does not take (one of another mode, or none at all); the message names the modes
+    that take it (``taken_by``).  A TypeError too, as an unexpected keyword argument is in Python."""
+
+    def __init__(self, message: str, *, field: str, mode: str, taken_by: list[str]) -> None:
+        super().__init__(message, field=field)
+        self.mode, self.taken_by = mode, taken_by
 
 
 class ConnectionLost(HragError):
@@ -78,6 +95,32 @@ MODEL_CHANGED_SQLSTATE = "HRM01"
 
 class NotFound(HragError):
     """What the caller names does not exist, or this role cannot see it: a collection, a node, a source."""
+
+
+#: Collections an "unknown collection" message names at most, and characters of each name it shows.
+_NAMED_COLLECTIONS, _NAME_CHARS = 20, 40
+
+
+def _quoted(name: str) -> str:
+    """A name as a message quotes it: whole, or its start and its length (a 10,000-character name is not echoed)."""
+    return repr(name) if len(name) <= _NAME_CHARS else f"'{name[:_NAME_CHARS]}…' ({len(name):,} characters)"
+
+
+def unknown_collection(collection: str, existing: list[str]) -> NotFound:
+    """The one message for a collection that does not exist (or this role cannot see), naming those that do."""
+    named = ", ".join(name if len(name) <= _NAME_CHARS else _quoted(name) for name in existing[:_NAMED_COLLECTIONS])
+    more = f" and {len(existing) - _NAMED_COLLECTIONS:,} more" if len(existing) > _NAMED_COLLECTIONS else ""
+    return NotFound(f"no collection {_quoted(collection)} in this database; collections: "
+                    f"{named + more if existing else '(none: ingest something first)'}")
+
+
+class NotPermitted(HragError):
+    """This role may not do what was asked (a repair without write access); ``field`` names the argument that
+    asked for it, as :class:`InvalidArgument`'s does."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class ServerUnavailable(HragError):

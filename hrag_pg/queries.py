@@ -507,9 +507,25 @@ def plan_auto_merge_hits_context(hits: GivenHits, merge_threshold: float,
 # The heading tree as a map (sql/navigation.sql): an outline, a node's
 # children, one node with its full text.
 
+#: The schema's revision (the server's health).
+SCHEMA_REVISION = "SELECT version_num FROM hrag.alembic_version"
+#: The collections this role can see (row-level security applies), sorted.
+COLLECTIONS = "SELECT DISTINCT collection FROM hrag.documents ORDER BY collection"
 OUTLINE = "SELECT * FROM hrag.outline(%(collection)s::text, %(source)s::text, %(max_depth)s::int)"
 CHILDREN = "SELECT * FROM hrag.children(%(node_id)s::uuid)"
 NODE = "SELECT * FROM hrag.node(%(node_id)s::uuid)"
+#: A node read whole in one round trip: hrag.node's row, and its children (hrag.children's columns)
+#: with the start of each one's text, which tells untitled paragraphs apart.
+READ_NODE = """
+SELECT n.*,
+       coalesce((SELECT jsonb_agg(jsonb_build_object(
+                            'node_id', c.node_id, 'kind', c.kind, 'title', c.title,
+                            'token_count', c.token_count, 'child_count', c.child_count,
+                            'text_start', left(hrag.node_text(c.node_id), 240))
+                        ORDER BY c.ordinality)
+                   FROM hrag.children(n.node_id) WITH ORDINALITY AS c), '[]'::jsonb) AS children
+  FROM hrag.node(%(node_id)s::uuid) AS n
+"""
 #: hrag.outline's bound on max_depth (checked here too, so a huge number is named, not "integer out of range").
 MAX_OUTLINE_DEPTH = 100
 

@@ -40,7 +40,8 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from sqlalchemy.engine import Engine
 
-from . import collection_model, migrate
+from . import collection_model, migrate, queries
+from .argument_limits import check_node_id
 from .db import connection_error, operational_error, reconnect_failed, unpinged_checkout
 from .embedding import Embedder, ModelIdentity, check_vectors, identity_of
 from .errors import (
@@ -49,7 +50,6 @@ from .errors import (
     EmbeddingError,
     HragError,
     IngestError,
-    InvalidArgument,
     SchemaError,
     from_database,
 )
@@ -125,17 +125,6 @@ def _driver(conn: sa.Connection) -> psycopg.Connection:
     driver = conn.connection.driver_connection
     assert isinstance(driver, psycopg.Connection)
     return driver
-
-
-def _node_id(value: Any) -> uuid.UUID:
-    """A node id given as a UUID or its text, or InvalidArgument (not a driver error)."""
-    if isinstance(value, uuid.UUID):
-        return value
-    try:
-        return uuid.UUID(str(value))
-    except ValueError:
-        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
-        raise InvalidArgument(f"{shown} is not a node id (a UUID)") from None
 
 
 #: Advisory lock key held during a bulk load ("hrag" + "bulk").
@@ -623,12 +612,12 @@ class Repository:
             return collection_model.recorded(conn, collections)
 
     def node_text(self, node_id: uuid.UUID) -> str | None:
-        node_id = _node_id(node_id)
+        node_id = check_node_id(node_id)
         with self._reading() as conn:
             return conn.execute(sa.text("SELECT hrag.node_text(:id)"), {"id": node_id}).scalar()
 
     def get_node(self, node_id: uuid.UUID) -> Node | None:
-        node_id = _node_id(node_id)
+        node_id = check_node_id(node_id)
         with self._reading() as conn:
             row = conn.execute(
                 sa.text(
@@ -640,7 +629,7 @@ class Repository:
         return Node(**row) if row else None
 
     def children(self, node_id: uuid.UUID) -> list[Node]:
-        node_id = _node_id(node_id)
+        node_id = check_node_id(node_id)
         with self._reading() as conn:
             rows = conn.execute(
                 sa.text(
@@ -665,8 +654,7 @@ class Repository:
 
     def collections(self) -> list[str]:
         """The collections this role can see (row-level security applies), sorted."""
-        return [r["collection"] for r in self.fetch(
-            "SELECT DISTINCT collection FROM hrag.documents ORDER BY collection", {})]
+        return [r["collection"] for r in self.fetch(queries.COLLECTIONS, {})]
 
     def stats(self) -> dict[str, Any]:
         with self._reading() as conn:

@@ -19,8 +19,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from . import queries
-from .errors import HragError, ModelChanged
-from .ingest.tokens import TokenCounter
+from .errors import HragError, ModelChanged, unknown_collection
 from .models import Context, RetrievalResult, SearchHit
 from .rerank import Reranker
 from .settings import AutoMergeSettings, BudgetSettings, ParentChildSettings, Settings
@@ -94,6 +93,16 @@ async def arun(flow: Flow[T], fetch: AsyncFetcher) -> T:
         return done.value  # type: ignore[no-any-return]
 
 
+def known_collection(collection: str | None) -> Flow[None]:
+    """NotFound naming the collections that exist, if ``collection`` is not one of them (or this role sees
+    none of its documents).  Flows ask it when they found nothing there: an answer costs no round trip."""
+    if collection is None:
+        return
+    existing = [row["collection"] for row in (yield Fetch(queries.COLLECTIONS, {}))]
+    if collection not in existing:
+        raise unknown_collection(collection, existing)
+
+
 # ------------------------------------------------------------------ retrievers
 
 
@@ -101,8 +110,8 @@ async def arun(flow: Flow[T], fetch: AsyncFetcher) -> T:
 class Reads:
     """What a retriever needs of an installation, and nothing more.
 
-    The question's vector, a token counter for results assembled without a
-    budget, and a way to run one read statement (sync and async).  ``HRAG``
+    The question's vector and a way to run one read statement (sync and
+    async); token counts are the stored ones, as ``hrag outline`` shows them.  ``HRAG``
     provides one (:attr:`hrag_pg.HRAG.reads`); a test or another host can
     build its own.
     """
@@ -110,7 +119,6 @@ class Reads:
     #: The question's vector; for a question to every collection when they hold different models,
     #: one vector per collection (each its model's), which the modes search collection by collection.
     embed_query: Callable[[str, str | None], Query]
-    token_counter: Callable[[str | None], TokenCounter]
     fetch: Fetcher
     afetch: AsyncFetcher
     #: Forget what is remembered of the collections' models: a statement refused a stamped question
@@ -182,12 +190,9 @@ class BaseRetriever(Generic[S]):
         """
         budget = self.settings.max_tokens
         if budget is None:
+            # (the stored counts, as with a budget: a node costs what the outline says it costs)
             results = yield from self.results_flow(question, query)
-            if isinstance(queries.unstamped(query), dict):  # several models' collections: each its own count
-                return Context(results=results, total_tokens=sum(r.token_count for r in results))
-            counter = self.reads.token_counter(self.settings.collection)
-            counted = [r.model_copy(update={"token_count": counter.count(r.content)}) for r in results]
-            return Context(results=counted, total_tokens=sum(r.token_count for r in counted))
+            return Context(results=results, total_tokens=sum(r.token_count for r in results))
         if budget <= 0:
             raise ValueError(f"max_tokens must be positive, got {budget}")
         if self._in_one_statement(query):
@@ -263,11 +268,20 @@ class BaseRetriever(Generic[S]):
     async def acontext(self, question: str) -> Context:
         return await self._arun(question, self.context_flow)
 
+    def _answered(self, flow: Flow[T]) -> Flow[T]:
+        """``flow``'s answer; when it is empty and a collection was named, NotFound if no such collection
+        exists (or this role sees none), as every front end says it.  Asked only then: an answer costs no
+        extra round trip."""
+        answer = yield from flow
+        if not (answer.results or answer.dropped) if isinstance(answer, Context) else not answer:
+            yield from known_collection(self.settings.collection)
+        return answer
+
     def _run(self, question: str, flow: Callable[[str, Query], Flow[T]]) -> T:
         for last in (False, True):
             query = self.reads.embed_query(question, self.settings.collection)
             try:
-                return run(flow(question, query), self.reads.fetch)
+                return run(self._answered(flow(question, query)), self.reads.fetch)
             except ModelChanged:
                 if last or self.reads.models_changed is None:
                     raise
@@ -278,7 +292,7 @@ class BaseRetriever(Generic[S]):
         for last in (False, True):
             query = await asyncio.to_thread(self.reads.embed_query, question, self.settings.collection)
             try:
-                return await arun(flow(question, query), self.reads.afetch)
+                return await arun(self._answered(flow(question, query)), self.reads.afetch)
             except ModelChanged:
                 if last or self.reads.models_changed is None:
                     raise
@@ -383,8 +397,7 @@ class AutoRetriever(BaseRetriever[BudgetSettings]):
 
     def _budget(self) -> int:
         budget = self.settings.max_tokens
-        if budget is None:
-            raise ValueError("the budget mode needs max_tokens (a token budget), got None")
+        assert budget is not None, "BudgetSettings refuses max_tokens=None"
         return budget
 
     def _plan(self, search: queries.Search) -> tuple[str, dict[str, Any]]:

@@ -9,20 +9,35 @@ only the per-call scope (collection, filter, budget) on top.
     tight = AutoMergeSettings(top_k=8, merge_threshold=0.6)
     hrag.auto_merge("What does the BYOD policy require?", tight, collection="security")
 
-The values are checked where the statement is planned (:mod:`hrag_pg.queries`),
-with messages naming the setting, as the SQL functions name their arguments.
+The values are checked once, when the object is made, with messages naming
+the setting as Python and JSON spell it (``top_k must be between 1 and 1000,
+got 0``); every front end builds one of these objects, so every front end
+refuses the same values with the same words (the CLI says ``--top-k``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypedDict, TypeVar
 
 from typing_extensions import Unpack
 
 from . import defaults
+from .argument_limits import MAX_CONTEXT_TOKENS, check_count, check_fraction
+from .errors import InvalidArgument, UnknownSetting
 from .rerank import Reranker
+
+
+def _optional_count(value: Any, name: str, maximum: int | None = None) -> None:
+    if value is not None:
+        check_count(value, name) if maximum is None else check_count(value, name, maximum=maximum)
+
+
+def _optional_fraction(value: Any, name: str, *, zero_allowed: bool = False) -> None:
+    if value is not None:
+        check_fraction(value, name, zero_allowed=zero_allowed)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +66,22 @@ class SearchSettings:
     reranker: Reranker | None = None
     rerank_candidates: int = defaults.RERANK_CANDIDATES
 
+    def __post_init__(self) -> None:
+        if self.collection is not None and not isinstance(self.collection, str):
+            raise InvalidArgument(f"collection must be a name (a string), got {self.collection!r}",
+                                  field="collection")
+        if self.filter is not None and not isinstance(self.filter, dict):
+            raise InvalidArgument(f"filter must be a JSON object, got {type(self.filter).__name__} "
+                                  f"{self.filter!r}", field="filter")
+        _optional_count(self.max_tokens, "max_tokens", MAX_CONTEXT_TOKENS)
+        check_fraction(self.lexical_weight, "lexical_weight", zero_allowed=True)
+        _optional_count(self.candidates, "candidates")
+        _optional_fraction(self.min_relative_score, "min_relative_score")
+        if self.reranker is not None and not callable(getattr(self.reranker, "score", None)):
+            raise InvalidArgument(f"reranker must have a score(question, texts) method, got "
+                                  f"{type(self.reranker).__name__}", field="reranker")
+        check_count(self.rerank_candidates, "rerank_candidates")
+
 
 @dataclass(frozen=True, kw_only=True)
 class ParentChildSettings(SearchSettings):
@@ -70,6 +101,15 @@ class ParentChildSettings(SearchSettings):
     top_k_children: int = defaults.TOP_K_CHILDREN
     max_parents: int = defaults.MAX_PARENTS
     min_score: float | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_count(self.top_k_children, "top_k_children")
+        check_count(self.max_parents, "max_parents")
+        if self.min_score is not None and (isinstance(self.min_score, bool)
+                                           or not isinstance(self.min_score, (int, float))
+                                           or not math.isfinite(self.min_score)):
+            raise InvalidArgument(f"min_score must be a number, got {self.min_score!r}", field="min_score")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,6 +132,12 @@ class AutoMergeSettings(SearchSettings):
     merge_threshold: float = defaults.MERGE_THRESHOLD
     max_hit_share: float | None = defaults.MAX_HIT_SHARE
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_count(self.top_k, "top_k")
+        check_fraction(self.merge_threshold, "merge_threshold", zero_allowed=False)
+        _optional_fraction(self.max_hit_share, "max_hit_share")
+
 
 @dataclass(frozen=True, kw_only=True)
 class BudgetSettings(SearchSettings):
@@ -107,6 +153,12 @@ class BudgetSettings(SearchSettings):
 
     max_tokens: int | None = defaults.MAX_TOKENS
     top_k: int = defaults.AUTO_TOP_K
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_count(self.top_k, "top_k")
+        if self.max_tokens is None:
+            raise InvalidArgument("the budget mode needs max_tokens (a token budget), got None", field="max_tokens")
 
 
 Settings = ParentChildSettings | AutoMergeSettings | BudgetSettings
@@ -125,23 +177,64 @@ class Scope(TypedDict, total=False):
     max_tokens: int | None
 
 
-def scoped(settings: Settings, **scope: Unpack[Scope]) -> Settings:
-    """``settings`` with the call's collection, filter or budget (only those given) in place."""
-    return dataclasses.replace(settings, **scope) if scope else settings
+class Options(Scope, total=False):
+    """The scope and any setting of the call's mode, by flat name (``hrag.retrieve(q, top_k=8)``).
+
+    A setting of another mode is refused by :func:`scoped`, naming the mode
+    that takes it.
+    """
+
+    lexical_weight: float
+    candidates: int | None
+    min_relative_score: float | None
+    reranker: Reranker | None
+    rerank_candidates: int
+    top_k: int
+    top_k_children: int
+    max_parents: int
+    min_score: float | None
+    merge_threshold: float
+    max_hit_share: float | None
 
 
-def for_method(cls: type[M], settings: Settings | None, method: str, **scope: Unpack[Scope]) -> M:
-    """``settings`` (default: ``cls()``) with the call's scope, for a facade method of ``cls``'s mode.
+def _field_names(cls: type[Settings], mode: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` under ``cls``'s field names (``top_k`` is parent-child's ``top_k_children``), or
+    InvalidArgument naming the first one the mode does not take and the modes that do."""
+    options = dict(options)
+    if "top_k" in options and cls is ParentChildSettings:
+        if "top_k_children" in options:
+            raise InvalidArgument("top_k and top_k_children are the same setting in parent-child; give one",
+                                  field="top_k")
+        options["top_k_children"] = options.pop("top_k")
+    for name in sorted(options):
+        if name not in names_of(cls):
+            others = [m for m, other in BY_MODE.items() if name in names_of(other)]
+            taken_by = f"a setting of {' and '.join(others)}" if others else "not a retrieval setting"
+            raise UnknownSetting(f"{name} is {taken_by}, not of mode {mode} (it takes {', '.join(names_of(cls))})",
+                                 field=name, mode=mode, taken_by=others)
+    return options
+
+
+def scoped(settings: Settings, **options: Unpack[Options]) -> Settings:
+    """``settings`` with the call's scope and settings (only those given) in place, each checked."""
+    if not options:
+        return settings
+    return dataclasses.replace(settings, **_field_names(type(settings), settings.mode, dict(options)))
+
+
+def for_method(cls: type[M], settings: Settings | None, method: str, **options: Unpack[Options]) -> M:
+    """``settings`` (default: ``cls()``) with the call's scope and settings, for a facade method of
+    ``cls``'s mode.
 
     A settings object of another mode is refused rather than quietly run
     as that mode: ``hrag.parent_child(q, AutoMergeSettings())`` is a mistake.
     """
     if settings is None:
-        settings = cls()
+        return cls(**_field_names(cls, cls.mode, dict(options)))
     if not isinstance(settings, cls):
         raise TypeError(f"{method} takes {cls.__name__} (mode {cls.mode}), got {type(settings).__name__} "
                         f"(mode {settings.mode}); call the method of that mode, or context(question, settings)")
-    return scoped(settings, **scope)  # type: ignore[return-value]
+    return scoped(settings, **options)  # type: ignore[return-value]
 
 
 def names_of(cls: type[Settings]) -> tuple[str, ...]:
@@ -156,7 +249,7 @@ def chosen_mode(mode: str | None, *, option: str = "mode") -> str:
     if mode is None:
         mode = "auto"
     if mode not in BY_MODE:
-        raise ValueError(f"{option} must be one of {', '.join(BY_MODE)}, got {mode!r}")
+        raise InvalidArgument(f"{option} must be one of {', '.join(BY_MODE)}, got {mode!r}", field="mode")
     return mode
 
 
@@ -167,19 +260,9 @@ def for_mode(mode: str, **options: Any) -> Settings:
     an option the mode does not take is refused, naming the modes that do,
     rather than silently ignored.
     """
-    cls = BY_MODE.get(mode)
-    if cls is None:
-        raise ValueError(f"mode must be one of {', '.join(BY_MODE)}, got {mode!r}")
-    options = dict(options)
-    if "top_k" in options and cls is ParentChildSettings:
-        options["top_k_children"] = options.pop("top_k")
-    for name in sorted(options):
-        if name not in names_of(cls):
-            others = [m for m, other in BY_MODE.items() if name in names_of(other)]
-            taken_by = f"a setting of {' and '.join(others)}" if others else "not a retrieval setting"
-            raise TypeError(f"{name} is {taken_by}, not of mode {mode} (it takes {', '.join(names_of(cls))})")
-    return cls(**options)
+    cls = BY_MODE[chosen_mode(mode)]
+    return cls(**_field_names(cls, mode, options))
 
 
-__all__ = ["AutoMergeSettings", "BudgetSettings", "ParentChildSettings", "Scope", "SearchSettings", "Settings",
-           "for_mode", "scoped"]
+__all__ = ["AutoMergeSettings", "BudgetSettings", "Options", "ParentChildSettings", "Scope", "SearchSettings",
+           "Settings", "for_mode", "scoped"]

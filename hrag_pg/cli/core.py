@@ -20,10 +20,12 @@ from typing import Any, TypeVar
 import typer
 from typer import _click as click  # typer vendors click: its exceptions and classes, not click's
 from typer._click import exceptions as click_exceptions
+from typer._click.core import ParameterSource
+from typer._click.globals import get_current_context as current_context
 from typer.core import TyperArgument, TyperGroup
 
 from .. import __version__, argument_limits
-from ..errors import HragError, NotFound, ServerUnavailable
+from ..errors import HragError, ServerUnavailable, UnknownSetting
 from .output import err_console, error_line, print_json
 
 #: Exit statuses, the same for every command (docs/cli.md, "Exit status").
@@ -143,10 +145,10 @@ def clear_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except ValueError as exc:  # includes InvalidArgument: the caller's values are out of range
-            _fail(str(exc), as_json)
+            _fail(in_option_words(exc), as_json)
             raise typer.Exit(EXIT_USAGE) from None
         except HragError as exc:
-            _fail(str(exc), as_json)
+            _fail(in_option_words(exc), as_json)
             raise typer.Exit(EXIT_NOT_RUNNING if isinstance(exc, ServerUnavailable) else EXIT_FAILURE) from None
         except KeyboardInterrupt:
             report_interrupt()
@@ -155,6 +157,40 @@ def clear_errors(func: F) -> F:
             raise typer.Exit(EXIT_INTERRUPTED) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+#: Settings whose option is not ``--`` plus their name with dashes.
+_FIELD_OPTIONS = {"top_k_children": "--top-k"}
+
+
+def _option_of(field: str | None) -> str | None:
+    """The running command's option for an operation's argument (``top_k`` -> ``--top-k``), if it has one."""
+    ctx = current_context(silent=True)
+    if field is None or ctx is None:
+        return None
+    option = _FIELD_OPTIONS.get(field, "--" + field.replace("_", "-"))
+    return option if any(option in getattr(p, "opts", ()) for p in ctx.command.params) else None
+
+
+def in_option_words(exc: Exception) -> str:
+    """An operation's message about an argument, in the words of the command's option.
+
+    The operations check their arguments once and name them as Python and
+    JSON do (``top_k must be between 1 and 1000``); a user of the command
+    typed ``--top-k``, so that is the name they read.
+    """
+    message = str(exc)
+    field = getattr(exc, "field", None)
+    option = _option_of(field)
+    if option is None or field is None:
+        return message
+    if isinstance(exc, UnknownSetting):
+        ctx = current_context()
+        given = ctx.get_parameter_source("mode") is ParameterSource.COMMANDLINE
+        in_use = exc.mode if given else f"{exc.mode} (the default mode)"
+        return (f"{option} applies to --mode {' or '.join(exc.taken_by)} only, not {in_use}; "
+                f"drop {option} or pass --mode {exc.taken_by[0]}") if exc.taken_by else message
+    return option + message[len(field):] if message.startswith(field + " ") else message
 
 
 def _fail(message: str, as_json: bool) -> None:
@@ -231,41 +267,17 @@ def check_fraction(value: float | None, option: str, *, zero_allowed: bool) -> N
         argument_limits.check_fraction(value, option, zero_allowed=zero_allowed)
 
 
-def check_collection(hrag: Any, collection: str | None) -> None:
-    """A query on a collection that does not exist is an error naming those that do."""
-    if collection is None:
-        return
-    existing = hrag.repository.collections()
-    if collection not in existing:
-        raise NotFound(f"no collection {collection!r} in this database; collections: "
-                        f"{', '.join(existing) if existing else '(none: ingest something first)'}")
+def reader(model: str | None = None) -> Any:
+    """The reading operations: through the server at ``HRAG_SERVER_URL`` when it is set, else in-process.
 
+    Either answers in the same shapes, so a command prints the same whichever
+    way it asked.  ``--model`` cannot go through a server: it embeds with its own.
+    """
+    from ..operations import remote
 
-def sources_json(hrag: Any, collection: str | None) -> list[dict[str, Any]]:
-    """``hrag sources --json``'s rows (and GET /sources's): each document with its collection's model."""
-    from ..collection_model import as_json
-
-    rows = hrag.sources(collection)
-    models = hrag.collection_models(collection)
-    return [{**r.model_dump(mode="json", exclude={"metadata"}), "metadata": r.metadata,
-             "model": as_json(models[r.collection]) if r.collection in models else None} for r in rows]
-
-
-def node_json(hrag: Any, node_id: str) -> dict[str, Any] | None:
-    """``hrag show --json``'s object (and GET /nodes/{id}'s): the node, its full text, its children with
-    the start of their text (``lead``, what tells untitled paragraphs apart); None for an unknown node."""
-    import uuid
-
-    from .output import lead
-
-    try:
-        parsed = uuid.UUID(node_id)
-    except ValueError:
-        raise ValueError(f"{node_id!r} is not a node id (a UUID)") from None
-    node = hrag.repository.get_node(parsed)
-    if node is None:
-        return None
-    children = hrag.repository.children(parsed)
-    return {**node.model_dump(mode="json"), "full_text": hrag.repository.node_text(parsed),
-            "children": [{"id": str(c.id), "kind": c.kind, "title": c.title, "lead": lead(c.content)}
-                         for c in children]}
+    if remote.server_url() is None:
+        return open_hrag(model).reader
+    if model is not None:
+        raise ValueError(f"--model cannot be used through a server ({remote.ENV_SERVER_URL} is set): the server "
+                         f"embeds with its own model; unset {remote.ENV_SERVER_URL} to use --model")
+    return remote.RemoteReader()

@@ -13,7 +13,7 @@ from rich.text import Text
 from .. import server
 from ..errors import HragError
 from . import core
-from .core import EXIT_FAILURE, EXIT_NOT_RUNNING, app, check_collection, clear_errors, db_app
+from .core import EXIT_FAILURE, EXIT_NOT_RUNNING, app, clear_errors, db_app
 from .output import console, error_line, plural, print_json, progress_bar, styled
 
 #: Exit statuses, the same for every command (README "Exit status").
@@ -203,7 +203,7 @@ def reembed_cmd(
     if cancel == (model is not None):
         raise ValueError("give --model NAME to switch, or --cancel to forget an unfinished switch")
     hrag = core.open_hrag()
-    check_collection(hrag, collection)
+    hrag.reader.require_collection(collection)
     if cancel:
         cancelled = hrag.cancel_reembed(collection)
         if as_json:
@@ -252,25 +252,18 @@ def check_cmd(
         hrag check
         hrag check --repair --json
     """
-    import sqlalchemy as sa
 
-    hrag = core.open_hrag()
-    try:
-        fixed = hrag.repository.repair_integrity() if repair else {}
-    except sa.exc.ProgrammingError as exc:
-        reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
-        raise HragError(f"--repair needs write access to hrag's tables ({reason}); run it as the owner, "
-                        "or run `hrag check` without --repair") from None
-    problems = hrag.repository.check_integrity()
+    report = core.open_hrag().administration.check(repair=repair)
+    problems = report.problems
     if as_json:
-        print_json({"repaired": fixed, "problems": problems, "ok": not problems})
+        print_json(report.model_dump(mode="json"))
     else:
-        for kind, count in fixed.items():
+        for kind, count in report.repaired.items():
             if count:
                 console.print(f"repaired {kind}: {count}")
         for p in problems:
-            console.print(styled((str(p["problem"]), "red"), f" document {p['document_id'] or '-'} node "
-                                 f"{p['node_id'] or '-'}: {p['detail']}"))
+            console.print(styled((p.problem, "red"), f" document {p.document_id or '-'} node "
+                                 f"{p.node_id or '-'}: {p.detail}"))
         console.print(styled(("all trees are consistent", "green")) if not problems
                       else plural(len(problems), "problem"))
     if problems:

@@ -55,31 +55,6 @@ def plural(count: int, word: str, plural: str | None = None) -> str:
     return f"{count:,} {word if count == 1 else (plural or word + 's')}"
 
 
-def result_json(result: Any) -> dict[str, Any]:
-    payload: dict[str, Any] = {
-        "node_id": str(result.node_id),
-        "title": result.title,
-        "heading_path": result.heading_path,
-        "content": result.content,
-        "score": round(float(result.score), 6),
-        "depth": result.depth,
-        "kind": result.kind,
-        "hit_ratio": result.hit_ratio,
-        "token_count": result.token_count,
-        "source": result.source,
-        "document_id": str(result.document_id),
-        "document_metadata": result.document_metadata,
-        "mode": result.mode,
-    }
-    if result.reason is not None:
-        payload["reason"] = result.reason
-    if result.mode == "parent-child":
-        payload["matched_children"] = [str(i) for i in result.matched_children or []]
-    else:
-        payload["merged_from"] = [str(i) for i in result.merged_from or []]
-    return payload
-
-
 def heading_after_source(result: Any) -> str:
     """The heading path to print after a result's source, without repeating it.
 

@@ -12,16 +12,12 @@ from typer import _click as click  # typer vendors click: its exceptions and cla
 from typer._click.core import ParameterSource
 
 from .. import argument_limits, defaults
-from ..errors import HragError
-from ..server import client
 from . import core
 from .core import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
     MODEL_HELP,
     app,
-    check_collection,
-    check_fraction,
     clear_errors,
     json_object,
     report_interrupt,
@@ -35,7 +31,6 @@ from .output import (
     print_json,
     print_results,
     progress_bar,
-    result_json,
     styled,
 )
 
@@ -184,7 +179,8 @@ def ingest_cmd(
     except KeyboardInterrupt:
         stopped_in = now["path"]
         not_started = max(now["total"] - len(done) - len(failed) - (stopped_in is not None), 0)
-        index_gone = bulk and hrag is not None and hrag.repository.vector_index_state(default="valid") != "valid"
+        index_gone = bulk and hrag is not None and \
+            hrag.administration.vector_index_state(default="valid") != "valid"
         report_interrupt(_interrupted(done, failed, stopped_in, not_started, index_gone))
         if as_json:
             print_json({"collection": collection, "results": [r.model_dump(mode="json") for r in done],
@@ -280,16 +276,19 @@ def query_cmd(
                               help=f"Children to match (parent-child, default {defaults.TOP_K_CHILDREN}), "
                                    f"leaves to hit (auto-merge, {defaults.TOP_K}) or hits to select from "
                                    f"(auto, {defaults.AUTO_TOP_K}); 1 to 1000."),
-    max_parents: int = typer.Option(defaults.MAX_PARENTS, "--max-parents",
-                                    help="parent-child: parents to return (1 to 1000)."),
-    merge_threshold: float = typer.Option(defaults.MERGE_THRESHOLD, "--merge-threshold",
-                                          help="auto-merge: merge when hit children / children >= this, in (0, 1]."),
+    max_parents: int | None = typer.Option(None, "--max-parents",
+                                           help=f"parent-child: parents to return, at most (1 to 1000; default "
+                                                f"{defaults.MAX_PARENTS})."),
+    merge_threshold: float | None = typer.Option(None, "--merge-threshold",
+                                                 help="auto-merge: merge when hit children / children >= this, in "
+                                                      f"(0, 1] (default {defaults.MERGE_THRESHOLD})."),
     max_tokens: int | None = typer.Option(None, "--max-tokens",
                                    help=f"Assemble at most this many tokens of context (the budget mode: "
                                         f"{defaults.MAX_TOKENS:,} unless given; the other modes: no bound)."),
     filter_json: str = typer.Option(None, "--filter", help='Metadata containment filter, e.g. \'{"lang": "ja"}\'.'),
-    lexical_weight: float = typer.Option(defaults.LEXICAL_WEIGHT, "--lexical-weight",
-                                         help="Weight of lexical overlap in the score, in [0, 1] (0 = vector only)."),
+    lexical_weight: float | None = typer.Option(None, "--lexical-weight",
+                                                help="Weight of lexical overlap in the score, in [0, 1] (0 = vector "
+                                                     f"only; default {defaults.LEXICAL_WEIGHT})."),
     min_relative_score: float = typer.Option(None, "--min-relative-score",
                                              help="Drop hits below this share of the best hit's score, in (0, 1] "
                                                   f"(parent-child and auto-merge: {defaults.MIN_RELATIVE_SCORE} "
@@ -315,70 +314,24 @@ def query_cmd(
         hrag query "leave rules" --filter '{"lang": "en"}' --json
         hrag query -c tools -- "--track-origins: what does it show?"     (text starting with -)
     """
-    from .. import settings
-    from ..argument_limits import check_question
+    from ..operations.question import Question
 
-    chosen = _chosen_mode(mode)
-    in_use = chosen if mode is not None else f"{chosen} (the default mode)"
-    _refuse_options_of_other_modes(ctx, "--mode", chosen, in_use, {
-        "max_parents": ("--max-parents", ("parent-child",)),
-        "merge_threshold": ("--merge-threshold", ("auto-merge",)),
-    })
-    mode = chosen
-    check_question(text)
-    if top_k is not None:
-        argument_limits.check_count(top_k, "--top-k")
-    argument_limits.check_count(max_parents, "--max-parents")
-    check_fraction(merge_threshold, "--merge-threshold", zero_allowed=False)
-    check_fraction(lexical_weight, "--lexical-weight", zero_allowed=True)
-    check_fraction(min_relative_score, "--min-relative-score", zero_allowed=False)
-    if max_tokens is not None:
-        argument_limits.check_count(max_tokens, "--max-tokens", maximum=argument_limits.MAX_CONTEXT_TOKENS)
-    filter_value = json_object(filter_json, "--filter")
-    if max_tokens is None and mode == "auto":
-        max_tokens = defaults.MAX_TOKENS
-    options: dict[str, Any] = {"collection": collection, "filter": filter_value, "lexical_weight": lexical_weight}
-    given = {"top_k": top_k, "max_tokens": max_tokens, "max_parents": max_parents if mode == "parent-child" else None,
-             "merge_threshold": merge_threshold if mode == "auto-merge" else None,
-             "min_relative_score": min_relative_score}
-    options.update({name: value for name, value in given.items() if value is not None})
-    if client.server_url() is not None:
-        _refuse_model_through_server(model)
-        context: Any = _context_from_server(client.call("POST", "/retrieve", body={"question": text, "mode": mode,
-                                                                                    **options}))
-    else:
-        hrag = core.open_hrag(model)
-        check_collection(hrag, collection)
-        context = hrag.context(text, settings.for_mode(mode, **options))
+    given = {"top_k": top_k, "max_parents": max_parents, "merge_threshold": merge_threshold,
+             "lexical_weight": lexical_weight, "min_relative_score": min_relative_score}
+    question = Question(text, mode=mode, max_tokens=max_tokens, collection=collection,
+                        filter=json_object(filter_json, "--filter"),
+                        settings={name: value for name, value in given.items() if value is not None})
+    question.plan()  # (every value checked before a database or a server is reached)
+    answer = core.reader(model).retrieve(question)
     if as_json:
-        payload: dict[str, Any] = {"mode": mode, "results": [result_json(r) for r in context.results]}
-        if max_tokens is not None:
-            payload["max_tokens"] = max_tokens
-            payload["total_tokens"] = context.total_tokens
-            payload["dropped"] = [result_json(r) for r in context.dropped]
-        print_json(payload)
+        print_json(answer.model_dump(mode="json"))
         return
-    console.print(styled((mode_line(mode, max_tokens, len(context.results),
-                                    sum(r.token_count for r in context.results)), "dim")))
-    print_results(context.results)
-    if context.dropped:
-        console.print(styled((f"dropped {len(context.dropped)} results over the {max_tokens}-token budget:",
-                              "yellow"), " " + ", ".join(" › ".join(r.heading_path[-2:]) for r in context.dropped)))
-
-
-def _refuse_model_through_server(model: str | None) -> None:
-    if model is not None:
-        raise ValueError(f"--model cannot be used through a server ({client.ENV_SERVER_URL} is set): the server "
-                         f"embeds with its own model; unset {client.ENV_SERVER_URL} to use --model")
-
-
-def _context_from_server(payload: dict[str, Any]) -> Any:
-    """The server's answer (``hrag query --json``'s object, each result with its rank) as a Context."""
-    from ..models import Context, RetrievalResult
-
-    return Context(results=[RetrievalResult.model_validate(r) for r in payload["results"]],
-                   dropped=[RetrievalResult.model_validate(r) for r in payload.get("dropped", [])],
-                   total_tokens=payload.get("total_tokens", 0))
+    console.print(styled((mode_line(answer.mode, answer.max_tokens, len(answer.results), answer.total_tokens),
+                          "dim")))
+    print_results(answer.results)
+    if answer.dropped:
+        console.print(styled((f"dropped {len(answer.dropped)} results over the {answer.max_tokens}-token budget:",
+                              "yellow"), " " + ", ".join(" › ".join(r.heading_path[-2:]) for r in answer.dropped)))
 
 
 # ------------------------------------------------------------ show/delete/stats
@@ -397,22 +350,17 @@ def show_cmd(
         hrag show 0193c1d2-7a7e-7c3e-9f55-2f1e6a0b9c41
         hrag show 0193c1d2-7a7e-7c3e-9f55-2f1e6a0b9c41 --json
     """
-    if client.server_url() is not None:
-        shown = client.call("GET", f"/nodes/{node_id}")
-    else:
-        shown = core.node_json(core.open_hrag(), node_id)
-        if shown is None:
-            raise HragError(f"no node {node_id} in this database")
+    node = core.reader().node(node_id)
     if as_json:
-        print_json(shown)
+        print_json(node.model_dump(mode="json"))
         return
-    console.print(styled((" › ".join(shown["heading_path"]), "bold cyan"),
-                         f"  ({shown['kind']}, depth {shown['depth']}, "
-                         f"{plural(shown['child_count'], 'child', 'children')}, collection {shown['collection']})"))
-    for c in shown["children"]:
-        console.print(f"  └ {c['id']}  {c['kind']}  {c['title'] or c['lead']}")
+    console.print(styled((" › ".join(node.heading_path), "bold cyan"),
+                         f"  ({node.kind}, depth {node.depth}, {node.token_count:,} tokens, "
+                         f"{plural(node.child_count, 'child', 'children')}, collection {node.collection})"))
+    for c in node.children:
+        console.print(f"  └ {c.node_id}  {c.kind}  {c.title or c.lead}  ({c.token_count:,} tokens)")
     console.print()
-    console.print(shown["full_text"] or "")
+    console.print(node.content)
 
 
 @app.command("delete")
@@ -427,13 +375,7 @@ def delete_cmd(
     Examples:
         hrag delete docs/old.md -c manuals
     """
-    hrag = core.open_hrag()
-    if not hrag.delete(source, collection):
-        elsewhere = hrag.repository.collections_of(source)
-        where = (f"; it is stored in collection{'s' if len(elsewhere) > 1 else ''} "
-                 + ", ".join(repr(c) for c in elsewhere) + " (pass --collection)") if elsewhere else \
-            "; `hrag sources` lists what is stored"
-        raise HragError(f"no source {source!r} in collection {collection!r}{where}")
+    core.reader().delete(source, collection)
     console.print(f"deleted {source}")
 
 
@@ -454,8 +396,8 @@ def sources_cmd(
     for path in rename_from_paths or []:
         if not path.exists():
             raise ValueError(f"{path}: no such file or directory")
-    if not rename_from_paths and client.server_url() is not None:
-        _print_sources(client.call("GET", "/sources", params={"collection": collection}), as_json)
+    if not rename_from_paths:
+        _print_sources(core.reader().sources(collection), as_json)
         return
     hrag = core.open_hrag()
     if rename_from_paths:
@@ -468,30 +410,20 @@ def sources_cmd(
             arrow = f"{p.old} → {p.new}" if p.old else p.new
             console.print(f"{p.status:9} {arrow}" + ("" if p.old else f"  ({p.path})"), highlight=False)
         return
-    rows = core.sources_json(hrag, collection)
-    if not rows:
-        check_collection(hrag, collection)  # nothing stored there may mean no such collection
-    _print_sources(rows, as_json)
 
 
-def _print_sources(rows: list[dict[str, Any]], as_json: bool) -> None:
-    """``hrag sources``' output from its JSON rows (read here or answered by a server: printed the same)."""
-    import datetime
-
+def _print_sources(rows: list[Any], as_json: bool) -> None:
+    """``hrag sources``' output from its entries (read here or answered by a server: printed the same)."""
     if as_json:
-        print_json(rows)
+        print_json([r.model_dump(mode="json") for r in rows])
         return
     if not rows:
         console.print(styled(("no documents stored", "yellow")))
         return
-
-    def updated(value: str) -> str:  # (Python 3.10's fromisoformat does not read a "Z")
-        return datetime.datetime.fromisoformat(value.replace("Z", "+00:00")).strftime("%Y-%m-%d %H:%M:%S %Z")
-
     print_columns(["source", "collection", "nodes", "updated"],
-                  [[r["source"], r["collection"], f"{r['nodes']:,}", updated(r["updated_at"])] for r in rows],
-                  right={2})
-    models = {r["collection"]: r["model"] for r in rows}
+                  [[r.source, r.collection, f"{r.nodes:,}", r.updated_at.strftime("%Y-%m-%d %H:%M:%S %Z")]
+                   for r in rows], right={2})
+    models = {r.collection: r.model for r in rows}
     for name in sorted(models):
         console.print(Text(f"collection {name}: model {_model_line(models[name])}"))
 
@@ -515,17 +447,7 @@ def outline_cmd(
         hrag outline --source handbook.md --max-depth 5
         hrag outline -c manuals --json
     """
-    if client.server_url() is not None:
-        from ..models import OutlineEntry
-
-        answer = client.call("GET", "/outline", params={"collection": collection, "source": source,
-                                                        "max_depth": max_depth})
-        entries: list[Any] = [OutlineEntry.model_validate(e) for e in answer]
-    else:
-        hrag = core.open_hrag()
-        entries = hrag.outline(collection=collection, source=source, max_depth=max_depth)
-        if not entries:
-            check_collection(hrag, collection)
+    entries = core.reader().outline(collection=collection, source=source, max_depth=max_depth)
     if as_json:
         print_json([e.model_dump(mode="json") for e in entries])
         return
@@ -549,16 +471,16 @@ def stats_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON."))
         hrag stats
         hrag stats --json
     """
-    hrag = core.open_hrag()
-    stats = hrag.repository.stats()
+
+    stats = core.open_hrag().administration.stats()
     if as_json:
-        print_json(stats)
+        print_json(stats.model_dump(mode="json"))
         return
     print_columns(["collection", "documents", "nodes", "embedded", "characters", "model"],
-                  [[row["collection"], f"{row['documents']:,}", f"{row['nodes']:,}", f"{row['embedded']:,}",
-                    f"{row['characters']:,}", row["model"]["model"] if row["model"] else "(not recorded)"]
-                   for row in stats["collections"]], right={1, 2, 3, 4})
-    console.print(f"embedding dimension {stats['embedding_dim']}, {stats['total_bytes'] / 1e6:.1f} MB on disk")
+                  [[row.collection, f"{row.documents:,}", f"{row.nodes:,}", f"{row.embedded:,}",
+                    f"{row.characters:,}", row.model["model"] if row.model else "(not recorded)"]
+                   for row in stats.collections], right={1, 2, 3, 4})
+    console.print(f"embedding dimension {stats.embedding_dim}, {stats.total_bytes / 1e6:.1f} MB on disk")
 
 
 def _model_json(identity: Any) -> dict[str, Any] | None:
@@ -604,11 +526,13 @@ def eval_cmd(
         hrag eval questions.jsonl --max-tokens 1000        (auto mode)
     """
     from ..evaluation import evaluate, load_questions
+    from ..settings import for_mode
 
     mode = _chosen_mode(mode)
-    if max_tokens is not None:
-        argument_limits.check_count(max_tokens, "--max-tokens", maximum=argument_limits.MAX_CONTEXT_TOKENS)
-    check_fraction(lexical_weight, "--lexical-weight", zero_allowed=True)
+    settings: dict[str, Any] = {"collection": collection}
+    if lexical_weight is not None:
+        settings["lexical_weight"] = lexical_weight
+    for_mode(mode, **settings, **({"max_tokens": max_tokens} if max_tokens is not None else {}))  # (checked)
     if not questions.is_file():
         raise ValueError(f"{questions}: no such file" if not questions.exists() else f"{questions}: not a file")
     try:
@@ -617,11 +541,8 @@ def eval_cmd(
         raise ValueError(f"{questions}: cannot be read ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
         raise ValueError(f"{questions}: not UTF-8 text (byte offset {exc.start})") from None
-    settings: dict[str, Any] = {"collection": collection}
-    if lexical_weight is not None:
-        settings["lexical_weight"] = lexical_weight
     hrag = core.open_hrag()
-    check_collection(hrag, collection)
+    hrag.reader.require_collection(collection)
     with progress_bar() as bar:
         task = bar.add_task("questions", total=len(loaded))
         report = evaluate(hrag, loaded, mode=mode, max_tokens=max_tokens,

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import IngestError
 from ..models import RetrievalResult
+from ..operations.shapes import passage_fields
 from ..retrievers import BaseRetriever
 from ..settings import Settings, for_mode, scoped
 
@@ -15,11 +16,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Metadata keys hrag adds to every retrieved document (they win over the document's own keys).
 RESULT_KEYS = ("node_id", "document_id", "source", "title", "heading_path", "score", "depth", "kind",
-               "matched_children", "merged_from", "hit_ratio", "mode", "rank", "token_count")
+               "matched_children", "merged_from", "hit_ratio", "mode", "rank", "token_count", "reason")
 #: Keys an LLM prompt does not need (ids and bookkeeping, and how the file was read: its local
 #: path is no business of the LLM's); LlamaIndex hides them from the LLM.
 BOOKKEEPING_KEYS = ("node_id", "document_id", "matched_children", "merged_from", "hit_ratio", "score", "depth",
-                    "kind", "mode", "rank", "token_count", "file_path", "strategy", "file_type")
+                    "kind", "mode", "rank", "token_count", "reason", "file_path", "strategy", "file_type")
 
 
 def facade(hrag: Any) -> HRAG:
@@ -56,27 +57,9 @@ def build_retriever(hrag: Any, mode: str | None, *, settings: Settings | None, c
 
 
 def result_metadata(result: RetrievalResult) -> dict[str, Any]:
-    """The document's own metadata, then hrag's keys (JSON-friendly: ids as strings)."""
-    out: dict[str, Any] = dict(result.document_metadata)
-    out.update({
-        "node_id": str(result.node_id),
-        "document_id": str(result.document_id),
-        "source": result.source,
-        "title": result.title,
-        "heading_path": list(result.heading_path),
-        "score": float(result.score),
-        "depth": result.depth,
-        "kind": result.kind,
-        "hit_ratio": result.hit_ratio,
-        "mode": result.mode,
-        "rank": result.rank,
-        "token_count": result.token_count,
-    })
-    if result.matched_children is not None:
-        out["matched_children"] = [str(i) for i in result.matched_children]
-    if result.merged_from is not None:
-        out["merged_from"] = [str(i) for i in result.merged_from]
-    return out
+    """The document's own metadata, then the result's keys as every front end prints them
+    (:func:`hrag_pg.operations.shapes.passage_fields`: ids as strings)."""
+    return {**result.document_metadata, **passage_fields(result)}
 
 
 def document_source(index: int, metadata: Mapping[str, Any], doc_id: str | None,

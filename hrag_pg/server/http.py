@@ -29,8 +29,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .. import __version__
+from .. import __version__, defaults
 from ..api import AsyncHRAG
+from ..argument_limits import MAX_CONTEXT_TOKENS
 from ..errors import (
     ConfigurationError,
     ConnectionLost,
@@ -40,6 +41,9 @@ from ..errors import (
     NotFound,
     QueryCancelled,
 )
+from ..models import IngestResult, OutlineEntry
+from ..operations.question import Question
+from ..operations.shapes import Deleted, NodeView, SourceEntry
 from . import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, ENV_TOKEN
 from .service import Service
 
@@ -131,8 +135,9 @@ class RetrieveRequest(BaseModel):
 
     question: str = Field(description="The question (at most 10,000 characters).")
     mode: Literal["parent-child", "auto-merge", "auto"] | None = Field(
-        None, description="Default: auto with max_tokens, else parent-child (as `hrag query`).")
-    max_tokens: int | None = Field(None, description="Token budget of the context (1 to 100000).")
+        None, description="Default: auto, the budget mode (as `hrag query`).")
+    max_tokens: int | None = Field(None, description=f"Token budget of the context (1 to {MAX_CONTEXT_TOKENS}; "
+                                                     f"auto's default {defaults.MAX_TOKENS}, the other modes none).")
     collection: str | None = Field(None, description="Search only this collection.")
     filter: dict[str, Any] | None = Field(None, description="Metadata the documents must contain.")
     top_k: int | None = Field(None, description="Hits: children (parent-child), leaves (auto-merge), "
@@ -185,7 +190,7 @@ def create_app(open_facade: FacadeFactory, *, token: str | None = None, max_body
         facade = await opened if inspect.isawaitable(opened) else opened
         service = Service(facade)
         try:
-            await facade.repository.pool()
+            await facade.connect()
             if warm_up:
                 await service.warm_up()
             app.state.service = service
@@ -256,19 +261,21 @@ def create_app(open_facade: FacadeFactory, *, token: str | None = None, max_body
 
     # ---------------------------------------------------------- endpoints
 
-    @app.post("/retrieve", summary="Ask a question: the contexts, as `hrag query --json` prints them",
+    @app.post("/retrieve", summary="Ask a question: the mode, the passages and what did not fit (`hrag query --json`)",
               response_class=_PlainJSON)
     async def retrieve(body: RetrieveRequest, run: Service = Depends(service)) -> _PlainJSON:
-        """Results as `hrag query --json` (each with its `rank` too); with `max_tokens`, `total_tokens` and
-        `dropped`. A setting of another mode than the one chosen is refused (400), naming it."""
+        """The answer as `hrag query --json` prints it: `mode`, `max_tokens`, `total_tokens`, `results` (each
+        with its `rank`) and `dropped`. A setting of another mode than the one chosen is refused (400),
+        naming it."""
         given = body.model_dump(exclude_unset=True)
-        options = {k: v for k, v in given.items() if k not in _SCOPE and v is not None}
-        return _PlainJSON(await run.retrieve(body.question, mode=body.mode, max_tokens=body.max_tokens,
-                                             collection=body.collection, filter=body.filter, **options))
+        settings = {k: v for k, v in given.items() if k not in _SCOPE and v is not None}
+        question = Question(body.question, mode=body.mode, max_tokens=body.max_tokens, collection=body.collection,
+                            filter=body.filter, settings=settings)
+        return _PlainJSON((await run.retrieve(question)).model_dump(mode="json"))
 
     @app.get("/sources", summary="The stored documents, as `hrag sources --json` lists them")
     async def sources(collection: str | None = Query(None, description="Only this collection."),
-                      run: Service = Depends(service)) -> list[dict[str, Any]]:
+                      run: Service = Depends(service)) -> list[SourceEntry]:
         return await run.sources(collection)
 
     @app.get("/outline", summary="The heading tree with node ids and tokens, as `hrag outline --json`")
@@ -276,15 +283,15 @@ def create_app(open_facade: FacadeFactory, *, token: str | None = None, max_body
                       source: str | None = Query(None, description="Only this document."),
                       max_depth: int = Query(3, description="Deepest level shown (0: the documents only; at most "
                                                             "100)."),
-                      run: Service = Depends(service)) -> list[dict[str, Any]]:
+                      run: Service = Depends(service)) -> list[OutlineEntry]:
         return await run.outline(collection=collection, source=source, max_depth=max_depth)
 
     @app.get("/nodes/{node_id}", summary="One node with its full text and children, as `hrag show --json`")
-    async def node(node_id: str, run: Service = Depends(service)) -> dict[str, Any]:
+    async def node(node_id: str, run: Service = Depends(service)) -> NodeView:
         return await run.node(node_id)
 
     @app.post("/documents", summary="Ingest a text as a document (needs the token)", dependencies=[Depends(writer)])
-    async def ingest(body: IngestRequest, run: Service = Depends(service)) -> dict[str, Any]:
+    async def ingest(body: IngestRequest, run: Service = Depends(service)) -> IngestResult:
         """One transaction: the document's whole tree, or nothing (bad input is refused before any write)."""
         return await run.ingest(text=body.text, source=body.source, collection=body.collection,
                                 metadata=body.metadata, format=body.format, strategy=body.strategy)
@@ -293,7 +300,7 @@ def create_app(open_facade: FacadeFactory, *, token: str | None = None, max_body
                 dependencies=[Depends(writer)])
     async def delete(source: str = Query(..., description="The source to delete."),
                      collection: str = Query("default", description="Its collection."),
-                     run: Service = Depends(service)) -> dict[str, Any]:
+                     run: Service = Depends(service)) -> Deleted:
         return await run.delete(source, collection)
 
     @app.get("/health", summary="Database reachable, schema revision, model loaded")

@@ -19,6 +19,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from ..errors import HragError
+from ..models import OutlineEntry
+from ..operations.question import Question
+from ..operations.shapes import Answer, NodeView, SourceEntry
 from .service import Service
 
 P = ParamSpec("P")
@@ -74,64 +77,59 @@ def _tool_errors(func: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     return wrapper
 
 
-def format_retrieval(payload: dict[str, Any], max_tokens: int | None) -> str:
-    """The passages of a ``Service.retrieve`` payload as text: one header line each, then the content."""
-    results = payload["results"]
-    budget = f", {payload['total_tokens']} of {max_tokens} tokens" if max_tokens is not None else ""
-    lines = [f"{len(results)} passage{'s' if len(results) != 1 else ''} (mode {payload['mode']}{budget})"]
+def format_retrieval(answer: Answer) -> str:
+    """The passages of an answer as text: one header line each, then the content."""
+    results = answer.results
+    budget = f", {answer.total_tokens} of {answer.max_tokens} tokens" if answer.max_tokens is not None else ""
+    lines = [f"{len(results)} passage{'s' if len(results) != 1 else ''} (mode {answer.mode}{budget})"]
     if not results:
         lines.append("No passage matched; try other words, another collection, or list_sources.")
-    for number, r in enumerate(results, start=1):
-        path = " › ".join(p for p in r["heading_path"] if p) or (r["title"] or "")
-        lines += ["", f"[{number}] source: {r['source']} | {path} | node {r['node_id']} | "
-                      f"{r['token_count']} tokens | score {r['score']:.3f}", r["content"]]
-    dropped = payload.get("dropped") or []
-    if dropped:
+    for r in results:
+        path = " › ".join(p for p in r.heading_path if p) or (r.title or "")
+        lines += ["", f"[{r.rank}] source: {r.source} | {path} | node {r.node_id} | "
+                      f"{r.token_count} tokens | score {r.score:.3f}", r.content]
+    if answer.dropped:
         lines += ["", "Over the budget (not included): " + "; ".join(
-            f"{' › '.join(d['heading_path'][-2:])} (node {d['node_id']}, {d['token_count']} tokens)"
-            for d in dropped)]
+            f"{' › '.join(d.heading_path[-2:])} (node {d.node_id}, {d.token_count} tokens)" for d in answer.dropped)]
     return "\n".join(lines)
 
 
-def format_sources(rows: list[dict[str, Any]]) -> str:
+def format_sources(rows: list[SourceEntry]) -> str:
     if not rows:
         return "No documents are stored."
     lines: list[str] = []
-    for collection in sorted({r["collection"] for r in rows}):
-        members = [r for r in rows if r["collection"] == collection]
+    for collection in sorted({r.collection for r in rows}):
+        members = [r for r in rows if r.collection == collection]
         lines.append(f"collection {collection} ({len(members)} document{'s' if len(members) != 1 else ''}):")
-        lines += [f"- {r['source']} ({r['nodes']} nodes, updated {r['updated_at'][:19]})" for r in members]
+        lines += [f"- {r.source} ({r.nodes} nodes, updated {r.updated_at.isoformat()[:19]})" for r in members]
     return "\n".join(lines)
 
 
-def format_outline(entries: list[dict[str, Any]]) -> str:
+def format_outline(entries: list[OutlineEntry]) -> str:
     if not entries:
         return "Nothing to outline: no documents match."
     lines: list[str] = []
     for e in entries:
-        if e["depth"] == 0:
-            lines.append(f"{e['source']} (collection {e['collection']}) node {e['node_id']}, "
-                         f"{e['token_count']} tokens")
+        if e.depth == 0:
+            lines.append(f"{e.source} (collection {e.collection}) node {e.node_id}, {e.token_count} tokens")
             continue
-        title = e["title"] or (e["heading_path"][-1] if e["heading_path"] else e["kind"])
-        lines.append(f"{'  ' * e['depth']}- {title} [{e['kind']}, node {e['node_id']}, {e['token_count']} tokens"
-                     + (f", {e['child_count']} children" if e.get("child_count") else "") + "]")
+        title = e.title or (e.heading_path[-1] if e.heading_path else e.kind)
+        lines.append(f"{'  ' * e.depth}- {title} [{e.kind}, node {e.node_id}, {e.token_count} tokens"
+                     + (f", {e.child_count} children" if e.child_count else "") + "]")
     return "\n".join(lines)
 
 
-def format_node(node: dict[str, Any]) -> str:
-    path = " › ".join(p for p in node["heading_path"] if p) or (node["title"] or "")
-    lines = [f"node {node['id']}: {path}",
-             f"kind {node['kind']}, depth {node['depth']}, collection {node['collection']}, "
-             f"{node['token_count']} tokens of its own"
-             + (f", parent {node['parent_id']}" if node["parent_id"] else "")]
-    if node["children"]:
-        lines.append(f"children ({len(node['children'])}):")
-        lines += [f"- {c['id']} {c['kind']} {c['title'] or c['lead']}".rstrip()
-                  for c in node["children"]]
+def format_node(node: NodeView) -> str:
+    path = " › ".join(p for p in node.heading_path if p) or (node.title or "")
+    lines = [f"node {node.node_id}: {path}",
+             f"kind {node.kind}, depth {node.depth}, collection {node.collection}, {node.token_count} tokens"
+             + (f", parent {node.parent_id}" if node.parent_id else "")]
+    if node.children:
+        lines.append(f"children ({len(node.children)}):")
+        lines += [f"- {c.node_id} {c.kind} {c.title or c.lead} ({c.token_count} tokens)" for c in node.children]
     else:
         lines.append("children: none")
-    lines += ["", "full text:", node["full_text"] or ""]
+    lines += ["", "full text:", node.content]
     return "\n".join(lines)
 
 
@@ -155,9 +153,8 @@ def build_mcp(service: Callable[[], Service]) -> MCPServer[Any]:
         mode: Annotated[Literal["auto", "parent-child", "auto-merge"],
                         Field(description="auto (default), parent-child or auto-merge.")] = "auto",
     ) -> str:
-        payload = await service().retrieve(question, mode=mode, max_tokens=max_tokens, collection=collection,
-                                           filter=filter)
-        return format_retrieval(payload, max_tokens)
+        return format_retrieval(await service().retrieve(
+            Question(question, mode=mode, max_tokens=max_tokens, collection=collection, filter=filter)))
 
     @server.tool(description=LIST_SOURCES)
     @_tool_errors

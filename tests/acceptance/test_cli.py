@@ -78,7 +78,9 @@ def test_show_prints_a_nodes_full_text_and_children(env: dict[str, str]) -> None
                              "--json").stdout)
     node_id = payload["results"][0]["node_id"]
     shown = json.loads(run(env, "show", node_id, "--json").stdout)
-    assert shown["id"] == node_id and shown["full_text"].startswith(shown["content"])
+    passage = payload["results"][0]
+    assert shown["node_id"] == node_id and shown["content"] == passage["content"]
+    assert shown["token_count"] == passage["token_count"]  # one count for one node: its whole text's
 
 
 def test_stats_json_lists_the_collections(env: dict[str, str]) -> None:

@@ -526,9 +526,9 @@ def test_python_limits_name_the_argument_given_not_a_derived_one(db_url: str, st
     question = "pinning packages"
     # 3 x 400 candidates stay within 1..1000
     assert hrag.parent_child(question, ParentChildSettings(top_k_children=400, lexical_weight=0.3))
-    with pytest.raises(InvalidArgument, match=r'argument "top_k_children" must be between 1 and 1000, got 1200'):
+    with pytest.raises(InvalidArgument, match=r'^top_k_children must be between 1 and 1000, got 1200'):
         hrag.parent_child(question, ParentChildSettings(top_k_children=1200, lexical_weight=0.3))
-    with pytest.raises(InvalidArgument, match=r'argument "top_k" must be between 1 and 1000, got 0'):
+    with pytest.raises(InvalidArgument, match=r'^top_k must be between 1 and 1000, got 0'):
         hrag.auto_merge(question, AutoMergeSettings(top_k=0, lexical_weight=0.3))
 
 

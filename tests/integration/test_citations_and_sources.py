@@ -59,7 +59,7 @@ def test_context_results_keep_their_citations(hrag: HRAG) -> None:
 def test_json_and_human_output_show_the_source_and_the_whole_heading_path(
         hrag: HRAG, monkeypatch: pytest.MonkeyPatch) -> None:
     results = hrag.parent_child(QUESTION, ParentChildSettings(max_parents=2))
-    payload = cli.output.result_json(results[0])
+    payload = results[0].model_dump(mode="json")  # (what `hrag query --json` prints for it)
     assert payload["source"] == "work_rules_ja.md" and payload["document_metadata"]["lang"] == "ja"
     json.dumps(payload)
     long_path = results[0].model_copy(update={"heading_path": ["就業規則", "第4章 賃金と手当の細目について定める章",

@@ -23,7 +23,7 @@ from pgvector.psycopg import register_vector
 
 from hrag_pg import queries
 from hrag_pg.api import HRAG, MAX_QUESTION_CHARS
-from hrag_pg.errors import IngestError, InvalidArgument
+from hrag_pg.errors import IngestError, InvalidArgument, NotFound
 from hrag_pg.ingest.flatten import MAX_SOURCE_BYTES
 from hrag_pg.ingest.markdown import parse_markdown
 from hrag_pg.models import SearchHit
@@ -121,9 +121,12 @@ def test_long_and_malformed_names_are_refused_clearly_at_the_limits(guarded: Gua
             hrag.ingest_tree(parse_markdown(note("Bad", "bad"), name), collection=coll)
     # ("a\x1fb", "c") and ("a", "b\x1fc") used to get the same document id: the second ingest
     # reported "unchanged" for a document that was never stored.
-    # Queries with absurd collection names are simply empty.
-    assert hrag.parent_child(QUESTION, collection="x" * 10_000) == []
-    assert hrag.auto_merge(QUESTION, collection=random_10k) == []
+    # Queries with absurd collection names find no such collection, and say so without echoing the name.
+    with pytest.raises(NotFound, match=r"^no collection 'x{40}…' \(10,000 characters\) in this database"):
+        hrag.parent_child(QUESTION, collection="x" * 10_000)
+    with pytest.raises(NotFound, match=r"\(10,000 characters\) in this database") as refused:
+        hrag.auto_merge(QUESTION, collection=random_10k)
+    assert len(str(refused.value)) < 1_000
     guarded.assert_intact()
 
 
@@ -238,9 +241,9 @@ def test_counts_outside_1_to_1000_are_refused_with_the_argument_named(guarded: G
         (lambda: hrag.auto_merge(QUESTION, AutoMergeSettings(top_k=k, lexical_weight=0, min_relative_score=None)),
          "top_k"),
     ]:
-        with pytest.raises(InvalidArgument, match=f'argument "{name}" must be between 1 and 1000, got {k}'):
+        with pytest.raises(InvalidArgument, match=f'^{name} must be between 1 and 1000, got {k}'):
             call()
-    with pytest.raises(InvalidArgument, match=f'argument "candidates" must be between 1 and 1000, got {k}'):
+    with pytest.raises(InvalidArgument, match=f'^candidates must be between 1 and 1000, got {k}'):
         hrag.parent_child(QUESTION, ParentChildSettings(candidates=k))
     guarded.assert_intact()
 

@@ -20,6 +20,7 @@ from pgvector.psycopg import register_vector
 
 from hrag_pg import db
 from hrag_pg.api import HRAG
+from hrag_pg.errors import NotFound
 from hrag_pg.ingest.markdown import parse_markdown
 from tests.embedders import HashingEmbedder
 from tests.integration.test_ingest_write import root_id
@@ -196,7 +197,8 @@ def test_a_tenant_sees_only_its_collection_through_tables_and_every_function(
         for mode in (instance.parent_child, instance.auto_merge):
             results = mode(corpus.b_text)
             assert results and {r.node_id for r in results} <= corpus.a_ids
-            assert mode(corpus.b_text, collection="b") == []
+            with pytest.raises(NotFound, match=r"^no collection 'b' in this database; collections: a$"):
+                mode(corpus.b_text, collection="b")  # (another tenant's collection is one this role cannot see)
         assert instance.node_text(corpus.b_root) is None
         assert instance.repository.check_integrity() == []
     finally:

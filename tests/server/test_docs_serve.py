@@ -58,7 +58,7 @@ def test_every_curl_example_answers_without_an_error(live: LiveServer) -> None:
         if "/retrieve" in line:
             assert answer["results"] and answer["results"][0]["source"] == "keys.md", (line, answer)
         if "/nodes/" in line:
-            assert "every 90 days" in answer["full_text"]
+            assert "every 90 days" in answer["content"]
         if "/mcp" in line:
             assert {t["name"] for t in answer["result"]["tools"]} == {"retrieve", "list_sources", "outline",
                                                                       "read_node"}

@@ -10,7 +10,6 @@ from fastapi.testclient import TestClient
 
 from hrag_pg import argument_limits, db
 from hrag_pg.api import HRAG, MAX_QUESTION_CHARS
-from hrag_pg.cli.output import result_json
 from hrag_pg.settings import AutoMergeSettings
 from tests.embedders import HashingEmbedder
 from tests.server.conftest import TOKEN, auth
@@ -35,8 +34,9 @@ def test_retrieve_answers_what_the_cli_answers_as_query_json_with_ranks(client: 
     body = answer.json()
     direct = HRAG(ingested, embedder=HashingEmbedder()).context(  # what `hrag query` prints
         QUESTION, AutoMergeSettings(top_k=6, merge_threshold=0.5), collection="hr")
-    assert body["mode"] == "auto-merge" and "total_tokens" not in body
-    assert body["results"] == [{**result_json(r), "rank": r.rank} for r in direct.results]
+    assert body["mode"] == "auto-merge" and body["max_tokens"] is None and body["dropped"] == []
+    assert body["results"] == [r.model_dump(mode="json") for r in direct.results]
+    assert body["total_tokens"] == direct.total_tokens == sum(r["token_count"] for r in body["results"])
 
 
 def test_retrieve_with_a_budget_reports_total_tokens_and_dropped(client: TestClient) -> None:
@@ -99,8 +99,10 @@ def test_outline_and_nodes_let_a_client_walk_a_document(client: TestClient) -> N
     assert outline[0]["depth"] == 0 and outline[0]["source"] == "work_rules_ja.md"
     article = next(e for e in outline if e["title"] == "第4条：諸手当および福利厚生")
     node = client.get(f"/nodes/{article['node_id']}").json()
-    assert node["id"] == article["node_id"] and "毎月25日" in node["full_text"]
-    assert len(node["children"]) >= 4 and all({"id", "kind", "title"} <= set(c) for c in node["children"])
+    assert node["node_id"] == article["node_id"] and "毎月25日" in node["content"]
+    assert node["token_count"] == article["token_count"]  # the whole article's, as the outline says
+    assert len(node["children"]) >= 4
+    assert all({"node_id", "kind", "title", "lead", "token_count"} <= set(c) for c in node["children"])
     assert client.get("/outline", params={"collection": "manuals", "max_depth": 0}).json()[0]["source"] == "guide.md"
 
 
@@ -212,7 +214,7 @@ def test_deleting_what_is_not_stored_is_404_saying_where_it_is(client: TestClien
     answer = client.delete("/documents", headers=auth(), params={"source": "guide.md"})
     assert answer.status_code == 404
     assert answer.json()["error"] == ("no source 'guide.md' in collection 'default'; it is stored in collection "
-                                      "'manuals' (pass collection)")
+                                      "'manuals' (give its collection)")
     assert client.delete("/documents", headers=auth()).status_code == 422  # source is required
     assert len(documents(ingested)) == 2
 

@@ -147,7 +147,7 @@ def test_a_query_through_the_server_loads_neither_torch_nor_the_facade(live: Liv
                           timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
-    assert answer["mode"] == "auto" and answer["results"] and "rank" not in answer["results"][0]
+    assert answer["mode"] == "auto" and answer["max_tokens"] == 500 and answer["results"][0]["rank"] == 1
 
 
 def test_a_query_error_through_the_server_is_the_cli_s_line_and_status(live: LiveServer) -> None:
