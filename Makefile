@@ -22,8 +22,11 @@ install: $(BIN)/.installed
 demo: install  ## the main job: embedded PostgreSQL, migrate, ingest the examples, ask the seed's questions
 	$(BIN)/hrag demo
 
-test: install  ## the whole suite on PostgreSQL 18 (tests/distributed included), then the database layers again on PostgreSQL 16
-	$(BIN)/python -m pytest
+test: install  ## the whole suite on PostgreSQL 18 (tests/distributed included) with branch coverage, then the database layers again on PostgreSQL 16
+	$(BIN)/python -m coverage erase
+	$(BIN)/python -m coverage run -m pytest
+	$(BIN)/python -m coverage report --include='hrag_pg/operations/*' --show-missing
+	$(BIN)/python -m coverage report --skip-covered --sort=cover | tail -n 25
 	$(MAKE) --no-print-directory test-pg16
 
 # Citus is built once per machine from ../shared/citus (or HRAG_CITUS_SOURCE) into the user cache dir

@@ -47,6 +47,7 @@ async def test_async_results_equal_sync_results(hrag: HRAG, mode: str) -> None:
         for question, collection in ((QUESTION_JA, "security"), (QUESTION_EN, "manual")):
             sync_results = getattr(hrag, mode)(question, collection=collection)
             async_results = await getattr(async_hrag, mode)(question, collection=collection)
+            assert sync_results, (mode, question)  # (two empty answers would prove nothing)
             assert [r.model_dump() for r in async_results] == [r.model_dump() for r in sync_results]
     finally:
         await async_hrag.close()

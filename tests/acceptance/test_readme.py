@@ -116,11 +116,43 @@ def test_the_readme_cli_quickstart_ingests_and_answers_with_a_budget_and_by_auto
     assert payload["mode"] == "auto-merge" and "certctl rotate" in payload["results"][0]["content"]
 
 
-@pytest.mark.parametrize("page", ["guide.md", "modes.md"])
-def test_the_python_examples_of_the_docs_pages_run(page: str, quickstart_dir: Path) -> None:
-    """The guide's and the modes page's Python (switching.md's runs in tests/adapters)."""
-    namespace: dict[str, object] = {"__name__": page}
-    examples = blocks("python", README.parent / "docs" / page)
-    assert examples
-    for block in examples:
-        exec(compile(block, f"docs/{page} ({block.splitlines()[0]})", "exec"), namespace)
+#: What the guide's example asks of ``docs/`` ("How long are messages kept?", "How do I secure it?").
+MESSAGING = """# Messaging service manual
+
+## Retention
+
+Messages are kept for 30 days, then deleted with their attachments.
+
+## Security
+
+Secure the service with TLS on every listener and rotate the server certificate yearly.
+
+Restrict the admin console to the operations network.
+"""
+
+
+def test_the_guides_example_answers_its_questions(quickstart_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/guide.md's example: parent-child prints the retention section whole, the budget mode cites the
+    security text's source, and auto-merge's context holds it."""
+    (quickstart_dir / "docs" / "messaging.md").write_text(MESSAGING, encoding="utf-8")
+    (example,) = blocks("python", README.parent / "docs" / "guide.md")
+    namespace: dict[str, object] = {"__name__": "guide"}
+    exec(compile(example, "docs/guide.md", "exec"), namespace)
+    out = capsys.readouterr().out
+    retention, _, rest = out.partition("kept for 30 days")  # parent-child first: the retention section whole
+    assert "Messaging service manual › Retention" in retention and "parent of" in retention, out
+    assert "messaging.md" in rest and "TLS on every listener" in rest, out  # the budget mode, then auto-merge
+    context = namespace["context"]
+    assert "TLS on every listener" in context.text  # type: ignore[attr-defined]
+
+
+def test_the_modes_pages_settings_are_valid_settings() -> None:
+    """docs/modes.md's settings objects: each line makes one, so each value is one the settings accept."""
+    from hrag_pg.settings import AutoMergeSettings, BudgetSettings, ParentChildSettings
+
+    (example,) = blocks("python", README.parent / "docs" / "modes.md")
+    imports, *expressions = [line for line in example.splitlines() if line.strip()]
+    namespace: dict[str, object] = {}
+    exec(imports, namespace)
+    made = [eval(line, namespace) for line in expressions]  # (the page's own lines, each an expression)
+    assert [type(m) for m in made] == [ParentChildSettings, AutoMergeSettings, BudgetSettings]

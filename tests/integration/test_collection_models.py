@@ -228,8 +228,8 @@ def test_the_cli_commands_that_embed_nothing_never_import_torch_nor_does_a_quest
         sys.argv = ["hrag", *sys.argv[1:]]
         try:
             main()
-        except SystemExit:
-            pass
+        except SystemExit as done:
+            print("exit status:", done.code, file=sys.stderr)
         print("torch imported:", any(m == "torch" or m.startswith("torch.") for m in sys.modules), file=sys.stderr)
         print("alembic imported:", "alembic" in sys.modules, file=sys.stderr)
     """)
@@ -239,6 +239,8 @@ def test_the_cli_commands_that_embed_nothing_never_import_torch_nor_does_a_quest
                     ["query", "試用期間中の昼食手当は？", "-c", "ja"]):
         run = subprocess.run([sys.executable, "-c", probe, *command], env=env, capture_output=True, text=True,
                              timeout=120, check=False)
+        # (the command did its work: one that failed at start would prove nothing of what it imports)
+        assert "exit status: 0" in run.stderr and run.stdout.strip(), (command, run.stderr)
         assert "torch imported: False" in run.stderr, (command, run.stderr)
         # (nor Alembic, at head: most of a second of every command's start)
         assert "alembic imported: False" in run.stderr, (command, run.stderr)

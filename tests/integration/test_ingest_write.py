@@ -20,7 +20,6 @@ import numpy as np
 import psycopg
 import pytest
 import sqlalchemy as sa
-from pgvector.psycopg import register_vector
 
 import hrag_pg.repository as repository_module
 from hrag_pg import db
@@ -42,14 +41,6 @@ ITEM_3 = "3. 試用期間中の従業員については、通勤手当は全額�
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-@pytest.fixture
-def sql(db_url: str) -> Iterator[psycopg.Connection]:
-    """An autocommit connection for looking at what is stored."""
-    with psycopg.connect(db.libpq_url(db_url), autocommit=True) as conn:
-        register_vector(conn)
-        yield conn
 
 
 @pytest.fixture

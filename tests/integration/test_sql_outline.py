@@ -9,13 +9,10 @@ and a document of the same name in another collection.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import psycopg
 import pytest
-from pgvector.psycopg import register_vector
 
-from hrag_pg import db
 from tests.sqltree import Built, Spec, insert_tree
 
 
@@ -44,13 +41,6 @@ GUIDE = Spec("guide", "# Guide", kind="document", children=[
 #: The guide's outline at the default max_depth 3: the root, sections and the titled function leaf,
 #: in document order; not the untitled paragraphs, not the markup leaf, not s1111 (depth 4).
 GUIDE_OUTLINE = ["guide", "ch1", "s11", "s111", "ch2", "fn"]
-
-
-@pytest.fixture
-def sql(db_url: str) -> Iterator[psycopg.Connection]:
-    with psycopg.connect(db.libpq_url(db_url), autocommit=True) as conn:
-        register_vector(conn)
-        yield conn
 
 
 @pytest.fixture

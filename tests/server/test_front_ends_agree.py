@@ -22,6 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from hrag_pg.api import HRAG, AsyncHRAG
 from hrag_pg.errors import NotFound, UnknownSetting
 from hrag_pg.integrations.langchain import HRAGRetriever
+from hrag_pg.operations import remote
 from hrag_pg.operations.question import Question
 from tests.embedders import HashingEmbedder
 from tests.server.conftest import LiveServer
@@ -106,7 +107,8 @@ def test_a_setting_of_another_mode_is_refused_naming_it_everywhere(live: LiveSer
             (2, {"error": expected})
 
 
-def test_a_node_reads_the_same_everywhere_and_its_tokens_are_the_outlines(live: LiveServer, ingested: str) -> None:
+def test_a_node_reads_the_same_everywhere_and_its_tokens_are_the_outlines(
+        live: LiveServer, ingested: str, monkeypatch: pytest.MonkeyPatch) -> None:
     hrag = HRAG(ingested, embedder=HashingEmbedder())
     outline = {e.node_id: e for e in hrag.outline(collection="hr", max_depth=5)}
     article = next(e for e in outline.values() if e.title == "第4条：諸手当および福利厚生")
@@ -118,6 +120,11 @@ def test_a_node_reads_the_same_everywhere_and_its_tokens_are_the_outlines(live: 
     assert node is not None and (node.token_count, node.content) == (view.token_count, view.content)
 
     assert httpx.get(f"{live.url}/nodes/{article.node_id}").json() == expected
+    monkeypatch.setenv(remote.ENV_SERVER_URL, live.url)
+    through = remote.RemoteReader()
+    assert through.node(str(article.node_id)).model_dump(mode="json") == expected
+    assert through.outline(collection="hr", max_depth=5) == list(outline.values())
+    assert through.sources() == hrag.reader.sources()
     for server, database in [(live.url, DEAD), (None, ingested)]:
         assert cli_json("show", str(article.node_id), server=server, database=database) == (0, expected)
     is_error, text = mcp_call(live.url, "read_node", {"node_id": str(article.node_id)})
@@ -128,13 +135,16 @@ def test_a_node_reads_the_same_everywhere_and_its_tokens_are_the_outlines(live: 
 
 
 def test_an_answer_is_the_same_everywhere_and_each_passage_counts_its_nodes_tokens(
-        live: LiveServer, ingested: str) -> None:
+        live: LiveServer, ingested: str, monkeypatch: pytest.MonkeyPatch) -> None:
     hrag = HRAG(ingested, embedder=HashingEmbedder())
     reader = hrag.reader
+    monkeypatch.setenv(remote.ENV_SERVER_URL, live.url)
+    through = remote.RemoteReader()  # (what the CLI's commands call with HRAG_SERVER_URL set)
     for mode, budget in [("auto", 400), ("parent-child", None), ("auto-merge", None)]:
         question = Question(QUESTION, mode=mode, max_tokens=budget, collection="hr")
         expected = reader.retrieve(question).model_dump(mode="json")
         assert expected["results"], mode
+        assert through.retrieve(question).model_dump(mode="json") == expected, mode
         body = {"question": QUESTION, "mode": mode, "collection": "hr"} | ({"max_tokens": budget} if budget else {})
         assert httpx.post(live.url + "/retrieve", json=body).json() == expected, mode
         args = ("query", QUESTION, "-m", mode, "-c", "hr") + (("--max-tokens", str(budget)) if budget else ())

@@ -54,6 +54,7 @@ def test_split_tokens_reproduces_text_and_respects_budget() -> None:
 def test_split_tokens_never_cuts_inside_a_word() -> None:
     text = "internationalisation " * 20
     pieces = split_tokens(text, 5, counter)
+    assert len(pieces) > 1 and "".join(pieces) == text
     for piece in pieces:
         assert set(piece.split()) == {"internationalisation"}
 
