@@ -532,9 +532,10 @@ MAX_OUTLINE_DEPTH = 100
 
 def outline_params(collection: str | None, source: str | None, max_depth: int) -> dict[str, Any]:
     if isinstance(max_depth, bool) or not isinstance(max_depth, int):
-        raise InvalidArgument(f'argument "max_depth" must be a whole number, got {max_depth!r}')
+        raise InvalidArgument(f"max_depth must be a whole number, got {max_depth!r}", field="max_depth")
     if not 0 <= max_depth <= MAX_OUTLINE_DEPTH:
-        raise InvalidArgument(f'argument "max_depth" must be between 0 and {MAX_OUTLINE_DEPTH}, got {max_depth}')
+        raise InvalidArgument(f"max_depth must be between 0 and {MAX_OUTLINE_DEPTH}, got {max_depth}",
+                              field="max_depth")
     return {"collection": collection, "source": source, "max_depth": max_depth}
 
 

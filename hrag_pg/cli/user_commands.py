@@ -354,7 +354,7 @@ def show_cmd(
     if as_json:
         print_json(node.model_dump(mode="json"))
         return
-    console.print(styled((" › ".join(node.heading_path), "bold cyan"),
+    console.print(styled((" › ".join(node.heading_path) or node.source, "bold cyan"),
                          f"  ({node.kind}, depth {node.depth}, {node.token_count:,} tokens, "
                          f"{plural(node.child_count, 'child', 'children')}, collection {node.collection})"))
     for c in node.children:

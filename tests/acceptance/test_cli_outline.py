@@ -77,7 +77,7 @@ def test_outline_json_is_the_entries_of_the_python_api(env: dict[str, str], db_u
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--max-depth", "101"], 'argument "max_depth" must be between 0 and 100, got 101'),
+    (["--max-depth", "101"], "--max-depth must be between 0 and 100, got 101"),
     (["--source", "missing.md"], "no document 'missing.md' is stored"),
     (["-c", "nope"], "no collection 'nope' in this database"),
 ])

@@ -65,11 +65,11 @@ def test_children_and_node_expand_what_the_outline_names(hrag: HRAG) -> None:
 
 
 def test_bad_arguments_are_invalid_arguments_named_like_the_sql_ones(hrag: HRAG) -> None:
-    with pytest.raises(InvalidArgument, match='argument "max_depth" must be between 0 and 100, got 101'):
+    with pytest.raises(InvalidArgument, match=r'^max_depth must be between 0 and 100, got 101'):
         hrag.outline(max_depth=101)
-    with pytest.raises(InvalidArgument, match='argument "max_depth" must be between 0 and 100, got -1'):
+    with pytest.raises(InvalidArgument, match=r'^max_depth must be between 0 and 100, got -1'):
         hrag.outline(max_depth=-1)
-    with pytest.raises(InvalidArgument, match='argument "max_depth" must be a whole number'):
+    with pytest.raises(InvalidArgument, match=r'^max_depth must be a whole number'):
         hrag.outline(max_depth="2")  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument, match=r"no document 'missing\.md' is stored in collection 'manuals'"):
         hrag.outline(collection="manuals", source="missing.md")
