@@ -39,7 +39,7 @@ from .embedding import (
     configured_model,
     embed_queries,
     identity_of,
-    model_for_texts,
+    model_choice,
 )
 from .errors import HragError, IngestError, ModelMismatchError, NotFound, unknown_collection
 from .ingest.children import QuestionGenerator
@@ -217,9 +217,13 @@ class HRAG:
                 f"or switch it with `hrag reembed -c {name} --model {stored.name}`")
         return self._checked(embedder)
 
-    def ingest_embedder(self, collection: str, sample: Callable[[], Sequence[str]] = list) -> Embedder:
+    def ingest_embedder(self, collection: str, sample: Callable[[], Sequence[str]] = list,
+                        on_model: Callable[[str, str], None] | None = None) -> Embedder:
         """The embedder that writes to ``collection``: the one asked for, the one it recorded, or for a new
-        collection the default for the script of ``sample()`` (its first documents' text)."""
+        collection the default for the script of ``sample()`` (its first documents' text).
+
+        ``on_model(model, why)`` hears the choice before any file is read (the CLI's first line).
+        """
         asked = self._asked_embedder()
         stored = self.collection_models(collection).get(collection)
         if asked is not None:
@@ -227,8 +231,17 @@ class HRAG:
             # refused here, once, rather than for every file (the write checks again, in its transaction)
             if stored is not None and not stored.matches(identity_of(asked)):
                 raise collection_model.mismatch(collection, stored, identity_of(asked), "ingest")
+            if on_model is not None:
+                on_model(identity_of(asked).name, "the model asked for (--model or HRAG_EMBEDDING_MODEL)")
             return asked
-        return self._checked(embedder_for(stored.name if stored else model_for_texts(sample())))
+        if stored is not None:
+            name, why = stored.name, f"the model collection {collection!r} is embedded with"
+        else:
+            name, reason = model_choice(sample())
+            why = f"a new collection: {reason}"
+        if on_model is not None:
+            on_model(name, why)
+        return self._checked(embedder_for(name))
 
     def embed_question(self, question: str, collection: str | None = None) -> queries.Stamped:
         """The question's vector for a retrieval in ``collection``, stamped with the model that made it;
@@ -282,6 +295,7 @@ class HRAG:
         on_file: Callable[[Path, int, int], None] | None = None,
         replace: bool = False,
         on_done: Callable[[Path, IngestResult | None, str | None], None] | None = None,
+        on_model: Callable[[str, str], None] | None = None,
     ) -> IngestReport:
         """Ingest files and directories; unsupported files are skipped and reported.
 
@@ -295,7 +309,8 @@ class HRAG:
         ``on_file(path, index, total)`` is called before each file is parsed
         (the CLI's status line), ``on_done(path, result, error)`` after it is
         written (``error`` None) or has failed (``result`` None): the CLI's
-        per-file lines, and what it reports when interrupted.
+        per-file lines, and what it reports when interrupted.  ``on_model(model, why)`` hears which
+        model writes the collection, and why, before any file is read.
 
         Source names do not depend on the current directory (see
         :mod:`hrag_pg.ingest.sources`): a file is named by its file name, a
@@ -326,7 +341,7 @@ class HRAG:
         files, skipped = name_files(paths, source, any_named_file=options.strategy is not None)
         report.skipped = [(str(p), reason) for p, reason in skipped]
         # (chosen, and its dimension checked, before a bulk load touches the index)
-        embedder = self.ingest_embedder(collection, lambda: _sample_files(files))
+        embedder = self.ingest_embedder(collection, lambda: _sample_files(files), on_model)
         stored = self.repository.file_paths(collection)
         if source is None:
             files = keep_stored_names(files, stored)

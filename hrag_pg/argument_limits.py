@@ -21,7 +21,7 @@ MAX_COUNT = 1000
 MAX_CONTEXT_TOKENS = 100_000
 #: Ingestion: token sizes of children, overlaps, parents and windows.
 MAX_CHUNK_TOKENS = 100_000
-#: Longest question accepted; the model reads 256 tokens anyway.
+#: Longest question accepted; the bundled models read 256 (MiniLM) or 512 (e5) tokens of it anyway.
 MAX_QUESTION_CHARS = 10_000
 
 
@@ -32,7 +32,7 @@ def check_question(question: str) -> str:
     if len(question) > MAX_QUESTION_CHARS:
         raise ValueError(
             f"the question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,} "
-            "(the embedding model reads only its first 256 tokens)"
+            "(a model reads only its start: all-MiniLM-L6-v2 its first 256 tokens, multilingual-e5-small its first 512)"
         )
     return question
 

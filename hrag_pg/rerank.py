@@ -17,7 +17,7 @@ import os
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import EmbeddingError
+from .errors import EmbeddingError, install_extra
 
 
 @runtime_checkable
@@ -35,7 +35,7 @@ class CrossEncoderReranker:
         try:
             from sentence_transformers import CrossEncoder
         except ImportError as exc:
-            raise EmbeddingError("CrossEncoder reranking needs `pip install 'hrag-pg[embed]'`.") from exc
+            raise EmbeddingError(f"CrossEncoder reranking needs the embed extra: {install_extra('embed')}.") from exc
         try:
             self.model: Any = CrossEncoder(model, device=device or "cpu")
         except Exception as exc:

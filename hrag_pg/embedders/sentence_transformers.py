@@ -24,7 +24,7 @@ from ..embedding import (
     e5_prompts,
     fingerprint_file,
 )
-from ..errors import EmbeddingError
+from ..errors import EmbeddingError, install_extra
 from ..ingest.tokens import ApproximateTokenCounter, TokenCounter, TokenizerCounter
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -39,7 +39,7 @@ def load_model(name_or_path: str, device: str | None) -> Any:
     except ImportError as exc:
         raise EmbeddingError(
             f"Model {name_or_path!r} needs sentence-transformers, which is not installed: run "
-            "`pip install torch==2.13.0` and then `pip install 'hrag-pg[embed]'`."
+            f"`pip install torch==2.13.0` and then {install_extra('embed')}."
         ) from exc
     try:
         from transformers.utils import logging as hf_logging

@@ -157,6 +157,16 @@ def nothing_to_ingest(paths: Sequence[Path | str], skipped: Sequence[tuple[Path,
             f"read by default: {supported_summary()}")
 
 
+def skipped_summary(skipped: Sequence[tuple[Path | str, str]]) -> list[str]:
+    """One line per reason a walk skipped files (``41 files: unsupported file type '.png'``, with the first of
+    them), the same reason's files counted rather than listed: a folder of images is one line, not 41."""
+    by_reason: dict[str, list[str]] = {}
+    for path, why in skipped:
+        by_reason.setdefault(why, []).append(str(path))
+    return [f"{files[0]}: {why}" if len(files) == 1 else f"{len(files):,} files: {why} ({files[0]}, ...)"
+            for why, files in by_reason.items()]
+
+
 def _read_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
     """The file's bytes, decompressed if it is a .gz file; refused past MAX_FILE_BYTES either way.
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hrag_pg.errors import IngestError
+from hrag_pg.errors import IngestError, install_extra
 from hrag_pg.ingest.tree import DocumentTree, DraftNode
 from hrag_pg.ingest.tree_helpers import TextCursor, add_child, block_spans, normalise_text
 
@@ -63,7 +63,7 @@ def extract_pdf_pages(path: Path) -> tuple[list[str], str | None]:
         from pypdf.errors import PyPdfError
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise IngestError(
-            f"{path}: reading PDF files needs pypdf; install it with: pip install 'hrag-pg[pdf]'"
+            f"{path}: reading PDF files needs pypdf; install the pdf extra: {install_extra('pdf')}"
         ) from exc
     try:
         reader = PdfReader(str(path))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from ..errors import HragError, InvalidArgument, NotFound, ServerUnavailable
+from ..errors import HragError, InvalidArgument, NotFound, ServerUnavailable, install_extra
 from ..models import OutlineEntry
 from .shapes import Answer, Deleted, NodeView, SourceEntry
 
@@ -41,7 +41,7 @@ def call(method: str, path: str, *, params: dict[str, Any] | None = None, body: 
     try:
         import httpx
     except ImportError:
-        raise HragError(f"{ENV_SERVER_URL} is set, but httpx is not installed: install hrag-pg[serve], "
+        raise HragError(f"{ENV_SERVER_URL} is set, but httpx is not installed: {install_extra('serve')}, "
                         f"or unset {ENV_SERVER_URL} to use the database directly") from None
 
     url = server_url()

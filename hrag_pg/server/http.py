@@ -113,6 +113,39 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
 
+class JsonErrors:
+    """Every error the server answers is JSON, ``{"error": "..."}``: also those written below FastAPI's handlers
+    (the MCP transport's plain-text "Invalid Host header", 421, for a foreign Host)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held: Message | None = None
+        body = b""
+
+        async def send_json_errors(message: Message) -> None:
+            nonlocal held, body
+            if message["type"] == "http.response.start":
+                kind = dict(message.get("headers", [])).get(b"content-type", b"")
+                if message["status"] >= 400 and not kind.startswith(b"application/json"):
+                    held = message  # (its body follows; rewritten once it is whole)
+                    return
+            elif held is not None and message["type"] == "http.response.body":
+                body += message.get("body", b"")
+                if message.get("more_body", False):
+                    return
+                text = body.decode("utf-8", "replace").strip() or f"HTTP {held['status']}"
+                await error_response(held["status"], text)(scope, receive, send)
+                return
+            await send(message)
+
+        await self.app(scope, receive, send_json_errors)
+
+
 # ------------------------------------------------------------------ bodies
 
 
@@ -208,6 +241,7 @@ def create_app(open_facade: FacadeFactory, *, token: str | None = None, max_body
                     "at /mcp (streamable HTTP). See docs/serve.md.")
     app.router.routes.extend(mcp_routes)
     app.add_middleware(BodyLimit, limit=max_body_bytes)
+    app.add_middleware(JsonErrors)
 
     # ---------------------------------------------------------- errors
 

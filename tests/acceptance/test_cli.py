@@ -104,6 +104,35 @@ def test_ingest_and_delete_round_trip(env: dict[str, str], tmp_path: Path) -> No
     assert again.exit_code == 1 and "no source" in again.output
 
 
+def test_ingest_says_first_which_model_writes_a_new_collection_and_why(env: dict[str, str], tmp_path: Path) -> None:
+    rules = tmp_path / "rules.md"
+    rules.write_text("# 就業規則\n\n## 第4条\n\n通勤手当は毎月25日に支給する。\n", encoding="utf-8")
+    result = run(env, "ingest", str(rules), "-c", "rules-ja")
+    assert result.exit_code == 0, result.output
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("model multilingual-e5-small-q4: a new collection: ") and "Japanese" in first, first
+    again = run(env, "ingest", str(rules), "-c", "rules-ja")
+    assert again.stdout.splitlines()[0] == ("model multilingual-e5-small-q4: the model collection 'rules-ja' is "
+                                            "embedded with")
+
+
+def test_a_folder_of_images_is_one_skipped_line_and_verbose_lists_them(env: dict[str, str], tmp_path: Path) -> None:
+    folder = tmp_path / "manual"
+    (folder / "img").mkdir(parents=True)
+    (folder / "guide.md").write_text("# Guide\n\n## Start\n\nPress the green button.\n", encoding="utf-8")
+    for i in range(41):
+        (folder / "img" / f"shot{i:02}.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (folder / "img" / "logo.svg").write_text("<svg/>", encoding="utf-8")
+    result = run(env, "ingest", str(folder), "-c", "images")
+    assert result.exit_code == 0, result.output
+    skipped = [line for line in result.stdout.splitlines() if line.startswith("skipped")]
+    assert len(skipped) == 2, skipped  # one line per reason, not per file
+    assert sorted("41 files: unsupported file type '.png'" in line for line in skipped) == [False, True]
+    assert any("logo.svg: unsupported file type '.svg'" in line for line in skipped)
+    listed = run(env, "ingest", str(folder), "-c", "images", "--verbose")
+    assert sum(line.startswith("skipped") for line in listed.stdout.splitlines()) == 42
+
+
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [

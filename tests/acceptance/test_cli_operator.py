@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import signal
 import subprocess
 import sys
@@ -615,12 +614,23 @@ def start_cli(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
 
 
 def first_line(proc: subprocess.Popen[str], timeout: float = 120) -> str:
+    """The first line ``hrag ingest`` prints about a file (after the line that says which model writes), or ""
+    if none comes within ``timeout``."""
+    import threading
+
     assert proc.stdout is not None
-    with selectors.DefaultSelector() as selector:
-        selector.register(proc.stdout, selectors.EVENT_READ)
-        if not selector.select(timeout=timeout):
-            return ""
-    return proc.stdout.readline()
+    stdout, found = proc.stdout, []
+
+    def read() -> None:
+        while line := stdout.readline():
+            if not line.startswith("model "):
+                found.append(line)
+                return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout)
+    return found[0] if found else ""
 
 
 def finish(proc: subprocess.Popen[str]) -> tuple[str, str]:

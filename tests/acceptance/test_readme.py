@@ -44,8 +44,9 @@ Employees receive twenty paid holidays a year.
 RUN_ELSEWHERE = {
     "make demo": "tests/acceptance/test_demo_cases.py asks the demo's questions of the same examples",
     "make test": "CI runs it (.ci/run)",
-    "pip install 'hrag-pg[embedded,embed,multilingual]'": "make's install target installs these extras",
-    "pip install 'hrag-pg[langchain]' 'hrag-pg[llama-index]'": "make's install target installs these extras",
+    "pip install torch==2.13.0": "make's install target installs it first",
+    "pip install '.[embedded,embed,multilingual]'": "make's install target installs these extras (editable)",
+    "pip install '.[langchain,llama-index]'": "make's install target installs these extras (editable)",
 }
 
 

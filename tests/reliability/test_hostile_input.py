@@ -210,7 +210,7 @@ def test_a_filter_that_is_not_a_json_object_is_refused_by_sql(guarded: Guarded, 
 
 
 def test_questions_of_zero_characters_and_of_a_megabyte_are_refused(guarded: Guarded) -> None:
-    """The question is 1..10,000 characters (the model reads only its first 256 tokens)."""
+    """The question is 1..10,000 characters (a model reads only its first 256 or 512 tokens)."""
     hrag = guarded.hrag
     for retrieve in (hrag.parent_child, hrag.auto_merge):
         for empty in ("", "   \n\t"):

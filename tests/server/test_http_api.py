@@ -274,7 +274,7 @@ def test_a_server_on_a_tenant_role_sees_only_its_collections(ingested: str,
         before = documents(ingested)
         foreign = server.delete("/documents", headers=auth(), params={"source": "work_rules_ja.md",
                                                                       "collection": "hr"})
-        assert foreign.status_code == 404 and "pass collection" not in foreign.json()["error"]
+        assert foreign.status_code == 404 and "it is stored in" not in foreign.json()["error"]  # (nor where)
         written = server.post("/documents", headers=auth(), json={"text": DOC, "source": "x.md",
                                                                    "collection": "hr"})
         assert written.status_code >= 400
@@ -283,3 +283,15 @@ def test_a_server_on_a_tenant_role_sees_only_its_collections(ingested: str,
         with psycopg.connect(db.libpq_url(ingested), autocommit=True) as conn:
             conn.execute(f'DROP OWNED BY "{role}"')
             conn.execute(f'DROP ROLE "{role}"')
+
+
+def test_every_error_is_json_even_the_mcp_transports_foreign_host_refusal(ingested: str) -> None:
+    from hrag_pg.server.http import create_app
+    from tests.server.conftest import facade_factory
+
+    app = create_app(facade_factory(ingested), token="", warm_up=False)
+    with TestClient(app, base_url="http://attacker.example:8740", raise_server_exceptions=False) as foreign:
+        answer = foreign.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                              headers={"Accept": "application/json, text/event-stream"})
+        assert (answer.status_code, answer.json()) == (421, {"error": "Invalid Host header"})
+        assert foreign.get("/no-such-endpoint").json() == {"error": "Not Found"}

