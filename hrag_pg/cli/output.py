@@ -130,9 +130,3 @@ def progress_bar() -> Any:
     return Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), console=err_console, transient=True, disable=not err_console.is_terminal,
                     redirect_stdout=console.is_terminal)
-
-
-def lead(content: str, length: int = 60) -> str:
-    """The start of a node's text on one line (its heading markers and line breaks collapsed)."""
-    text = " ".join(content.split())
-    return text if len(text) <= length else text[:length] + "…"
