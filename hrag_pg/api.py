@@ -51,11 +51,11 @@ from .ingest.text import TextFormat, check_metadata, check_source, load_text
 from .ingest.tree import DocumentTree
 from .models import ChildChunk, Context, IngestResult, OutlineEntry, OutlineNode, ParentChunk, RetrievalResult
 from .operations.administration import Administration
-from .operations.reading import AsyncReader, Reader, outline_flow
+from .operations.reading import AsyncReader, Reader
 from .operations.shapes import SourceEntry
 from .reembed import Reembedder, ReembedReport
 from .repository import Progress, Repository
-from .retrievers import BaseRetriever, Reads, arun, retriever_for, run
+from .retrievers import BaseRetriever, Reads, retriever_for
 from .settings import AutoMergeSettings, BudgetSettings, Options, ParentChildSettings, Settings, for_method, scoped
 
 #: Questions embedded at once in this process: one per core.  More threads (a server's concurrent
@@ -507,7 +507,7 @@ class HRAG:
         with :meth:`node`.  An unknown source is an :class:`InvalidArgument`, an unknown
         collection :class:`NotFound` naming those that exist.
         """
-        return run(outline_flow(collection, source, max_depth), self.repository.fetch)
+        return self.reader.outline(collection, source, max_depth)
 
     def children(self, node_id: Any) -> list[OutlineEntry]:
         """The children of a node in document order (paragraphs included); [] for a leaf or an unknown id."""
@@ -836,7 +836,7 @@ class AsyncHRAG:
     async def outline(self, collection: str | None = None, source: str | None = None,
                       max_depth: int = 3) -> list[OutlineEntry]:
         """As :meth:`HRAG.outline`, on the connection pool."""
-        return await arun(outline_flow(collection, source, max_depth), self.repository.fetch)
+        return await self.reader.outline(collection, source, max_depth)
 
     async def children(self, node_id: Any) -> list[OutlineEntry]:
         """As :meth:`HRAG.children`, on the connection pool."""

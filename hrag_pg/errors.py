@@ -14,7 +14,16 @@ def install_extra(extra: str) -> str:
 
 
 class HragError(Exception):
-    """Base class: the message is meant to be shown to the user as is."""
+    """Base class: the message is meant to be shown to the user as is.
+
+    ``field`` names the argument the failure is about, as Python and JSON
+    spell it (``top_k``), so a front end can say it in its own words (the
+    CLI's ``--top-k``); None when no one argument is to blame.
+    """
+
+    def __init__(self, message: str = "", *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class ConfigurationError(HragError):
@@ -34,15 +43,7 @@ class EmbeddingError(HragError):
 
 
 class InvalidArgument(HragError, ValueError):
-    """An argument out of its range, or one the call does not take; the message names it.
-
-    ``field`` is the argument's name in Python and JSON (``top_k``), so a
-    front end can say it in its own words (the CLI's ``--top-k``).
-    """
-
-    def __init__(self, message: str, *, field: str | None = None) -> None:
-        super().__init__(message)
-        self.field = field
+    """An argument out of its range, or one the call does not take; the message names it (``field``)."""
 
 
 class UnknownSetting(InvalidArgument, TypeError):
@@ -121,11 +122,7 @@ def unknown_collection(collection: str, existing: list[str]) -> NotFound:
 
 class NotPermitted(HragError):
     """This role may not do what was asked (a repair without write access); ``field`` names the argument that
-    asked for it, as :class:`InvalidArgument`'s does."""
-
-    def __init__(self, message: str, *, field: str | None = None) -> None:
-        super().__init__(message)
-        self.field = field
+    asked for it."""
 
 
 class ServerUnavailable(HragError):
