@@ -108,6 +108,8 @@ SELECT b.node_id, b.parent_id, b.document_id, b.score, n.heading_path,
  ORDER BY b.score DESC, b.node_id
 """
 
+SAMPLE_HITS = "SELECT hrag.sample_hits(%(top_k)s::int, %(collection)s::text, %(max_hit_share)s::real) AS k"
+
 # Hybrid hits merged in the same statement: still one round trip.  The merge
 # is a CTE of its own: on Citus a function call joined with the tables in the
 # same query level would be pushed down to the shards, where it cannot run.
@@ -328,6 +330,8 @@ class Search:
     #: The model (name, fingerprint) that made ``query`` (per collection for one vector per
     #: collection), which the statement checks against the collections' records (None: unchecked).
     model: Any = None  # tuple[str, str] | dict[str, tuple[str, str]] | None
+    #: Score by hrag.search_hybrid even without lexical weight (the scale the budget mode's statement reads).
+    always_hybrid: bool = False
 
     def candidate_count(self, k: int) -> int:
         """How many vector candidates the hybrid score rescores (as hrag.search_hybrid defaults)."""
@@ -343,7 +347,8 @@ class Search:
     @property
     def hybrid(self) -> bool:
         """Whether the hybrid statements are needed (no question text: nothing lexical to weigh)."""
-        return (self.lexical_weight > 0 and bool(self.text)) or self.min_relative_score is not None
+        return (self.lexical_weight > 0 and bool(self.text)) or self.min_relative_score is not None \
+            or self.always_hybrid
 
     def params(self, k: int) -> dict[str, Any]:
         if self.filter is not None and not isinstance(self.filter, dict):
@@ -413,6 +418,12 @@ def plan_search(search: Search, k: int, *, max_hit_share: float | None = None) -
     if search.per_collection:
         return SEARCH_MANY, {**search.params(k), "max_hit_share": max_hit_share}
     return _model_checked(((SEARCH_HYBRID if search.hybrid else SEARCH_LEAVES), search.params(k)))
+
+
+def plan_sample_hits(top_k: int, collection: str | None, max_hit_share: float | None) -> tuple[str, dict[str, Any]]:
+    """How many hits auto-merge reads (``hrag.sample_hits``: ``top_k``, fewer on a small collection)."""
+    _count(top_k, "top_k")
+    return SAMPLE_HITS, {"top_k": top_k, "collection": collection, "max_hit_share": max_hit_share}
 
 
 def plan_parent_child(search: Search, top_k_children: int, max_parents: int,
@@ -525,6 +536,45 @@ SELECT n.*,
                         ORDER BY c.ordinality)
                    FROM hrag.children(n.node_id) WITH ORDINALITY AS c), '[]'::jsonb) AS children
   FROM hrag.node(%(node_id)s::uuid) AS n
+"""
+#: The inspector's map of one answer: the nodes on the paths from their documents' roots to the hits and
+#: the passages, with those nodes' children (so a merged node shows its unhit children beside its hits), in
+#: document order.  A node's ancestors are the nodes of its document whose pre-order range (seq ..
+#: subtree_end) holds its seq: no recursion.  Each node says its hit (score and rank, as the mode read
+#: them), the passage it is (rank), and whether a passage's text holds it.
+INSPECTION_TREE = """
+WITH hit AS (
+    SELECT h.node_id, h.score, h.rank::int AS rank
+      FROM unnest(%(hit_ids)s::uuid[], %(hit_scores)s::real[]) WITH ORDINALITY AS h(node_id, score, rank)
+),
+passage AS (
+    SELECT p.node_id, p.rank::int AS rank, n.document_id, n.seq, n.subtree_end
+      FROM unnest(%(passage_ids)s::uuid[]) WITH ORDINALITY AS p(node_id, rank)
+      JOIN hrag.nodes n ON n.id = p.node_id
+),
+marked AS (
+    SELECT n.document_id, n.seq
+      FROM hrag.nodes n
+     WHERE n.id IN (SELECT node_id FROM hit UNION SELECT node_id FROM passage)
+),
+path AS (
+    SELECT DISTINCT a.id, a.document_id
+      FROM marked m
+      JOIN hrag.nodes a ON a.document_id = m.document_id AND a.seq <= m.seq AND m.seq <= a.subtree_end
+)
+SELECT c.id AS node_id, c.parent_id, c.document_id, d.source, d.collection, c.depth, c.title, c.kind,
+       c.subtree_tokens AS token_count, c.child_count, left(c.content, 240) AS text_start,
+       hit.score AS hit_score, hit.rank AS hit_rank,
+       (SELECT min(p.rank) FROM passage p WHERE p.node_id = c.id) AS passage_rank,
+       EXISTS (SELECT 1 FROM passage p
+                WHERE p.document_id = c.document_id AND p.seq <= c.seq AND c.seq <= p.subtree_end) AS in_context
+  FROM hrag.nodes c
+  JOIN hrag.documents d ON d.id = c.document_id
+  LEFT JOIN hit ON hit.node_id = c.id
+ WHERE c.document_id IN (SELECT document_id FROM path)
+   AND (c.id IN (SELECT id FROM path) OR c.parent_id IN (SELECT id FROM path))
+   AND NOT (c.kind = 'markup' AND c.child_count = 0)
+ ORDER BY d.source, d.collection, c.seq
 """
 #: hrag.outline's bound on max_depth (checked here too, so a huge number is named, not "integer out of range").
 MAX_OUTLINE_DEPTH = 100

@@ -197,14 +197,35 @@ class BaseRetriever(Generic[S]):
             raise ValueError(f"max_tokens must be positive, got {budget}")
         if self._in_one_statement(query):
             rows = yield Fetch(*self._context_plan(self._search(question, query), budget))
-        else:
-            given = yield from self._given_hits(question, query)
-            rows = yield Fetch(*self._given_hits_plan(given, budget))
+            return _fitted_context(self.mode, rows, budget)
+        given = yield from self._given_hits(question, query)
+        rows = yield Fetch(*self._given_hits_plan(given, budget))
+        return self._context_of(rows, budget)
+
+    def traced_flow(self, question: str, query: Query) -> Flow[Traced]:
+        """The context (:meth:`context_flow`'s) and the hits it was built from, for an inspector to mark.
+
+        The mode runs on the hits it is given, as with a reranker, after the
+        search its own statement makes (the same candidates, scores and
+        count), so the answer is the one :meth:`context_flow` returns and
+        every hit shown is one the mode read.
+        """
+        given = yield from self._given_hits(question, query, as_one_statement=self._in_one_statement(query))
+        rows = yield Fetch(*self._given_hits_plan(given, self.settings.max_tokens))
+        return Traced(given, self._context_of(rows, self.settings.max_tokens))
+
+    def _context_of(self, rows: list[dict[str, Any]], budget: int | None) -> Context:
+        """The Context of the mode's statement given its hits (``_given_hits_plan``)."""
+        if budget is None:
+            results = [queries.to_result(self.mode, row) for row in rows]
+            return Context(results=results, total_tokens=sum(r.token_count for r in results))
         return _fitted_context(self.mode, rows, budget)
 
-    def _given_hits(self, question: str, query: Query) -> Flow[queries.GivenHits]:
+    def _given_hits(self, question: str, query: Query, *,
+                    as_one_statement: bool = False) -> Flow[queries.GivenHits]:
         """The candidates the mode goes on with, as arrays for its statement: reranked (with a
-        reranker), else the best of the merged candidates of several models' collections.
+        reranker), else the best of the merged candidates of several models' collections, or
+        (``as_one_statement``) those the mode's one statement searches for.
 
         The arrays keep each hit's candidate-stage score beside the
         reranker's: a budget fitted in SQL weighs hits on the candidate
@@ -213,7 +234,11 @@ class BaseRetriever(Generic[S]):
         reranker = self.settings.reranker
         search = self._search(question, query)
         if reranker is None:
-            rows = yield Fetch(*queries.plan_search(search, self._merged_k(search), max_hit_share=self._hit_share()))
+            if as_one_statement:
+                search, k = yield from self._one_statement_search(search)
+            else:
+                k = self._merged_k(search)
+            rows = yield Fetch(*queries.plan_search(search, k, max_hit_share=self._hit_share()))
             hits = self._eligible([queries.to_hit(row) for row in rows])
             ids, scores = queries.hits_arrays(hits)
             return queries.GivenHits(ids, [h.document_id for h in hits], scores, scores)
@@ -226,6 +251,11 @@ class BaseRetriever(Generic[S]):
         ids, scores = queries.hits_arrays(best)
         return queries.GivenHits(ids, [h.document_id for h in best], scores,
                                  [candidate_score[h.node_id] for h in best])
+
+    def _one_statement_search(self, search: queries.Search) -> Flow[tuple[queries.Search, int]]:
+        """The search the mode's one statement makes, and how many candidates it reads."""
+        yield from ()  # (a flow: a mode may ask the database how many)
+        return search, self._merged_k(search)
 
     def _eligible(self, hits: list[SearchHit]) -> list[SearchHit]:
         """The candidates a reranker may choose from."""
@@ -268,12 +298,20 @@ class BaseRetriever(Generic[S]):
     async def acontext(self, question: str) -> Context:
         return await self._arun(question, self.context_flow)
 
+    def trace(self, question: str) -> Traced:
+        """The context and the hits it was built from (:meth:`traced_flow`)."""
+        return self._run(question, self.traced_flow)
+
+    async def atrace(self, question: str) -> Traced:
+        return await self._arun(question, self.traced_flow)
+
     def _answered(self, flow: Flow[T]) -> Flow[T]:
         """``flow``'s answer; when it is empty and a collection was named, NotFound if no such collection
         exists (or this role sees none), as every front end says it.  Asked only then: an answer costs no
         extra round trip."""
         answer = yield from flow
-        if not (answer.results or answer.dropped) if isinstance(answer, Context) else not answer:
+        context = answer.context if isinstance(answer, Traced) else answer
+        if not (context.results or context.dropped) if isinstance(context, Context) else not context:
             yield from known_collection(self.settings.collection)
         return answer
 
@@ -298,6 +336,14 @@ class BaseRetriever(Generic[S]):
                     raise
                 self.reads.models_changed()
         raise AssertionError("unreachable")
+
+
+@dataclass(frozen=True)
+class Traced:
+    """A context and the hits the mode built it from (best first, with the scores the mode read)."""
+
+    hits: queries.GivenHits
+    context: Context
 
 
 def _label(result: RetrievalResult) -> str:
@@ -380,6 +426,12 @@ class AutoMergingRetriever(BaseRetriever[AutoMergeSettings]):
     def _hit_share(self) -> float | None:
         return self.settings.max_hit_share
 
+    def _one_statement_search(self, search: queries.Search) -> Flow[tuple[queries.Search, int]]:
+        # (hrag.sample_hits: top_k, or fewer on a small collection)
+        rows = yield Fetch(*queries.plan_sample_hits(self.settings.top_k, search.collection,
+                                                     self.settings.max_hit_share))
+        return search, rows[0]["k"]
+
     def _given_hits_plan(self, hits: queries.GivenHits, budget: int | None) -> tuple[str, dict[str, Any]]:
         if budget is None:
             return queries.plan_auto_merge_hits(hits.ids, hits.scores, self.settings.merge_threshold)
@@ -408,6 +460,16 @@ class AutoRetriever(BaseRetriever[BudgetSettings]):
 
     def _given_hits_plan(self, hits: queries.GivenHits, budget: int | None) -> tuple[str, dict[str, Any]]:
         return queries.plan_retrieve_hits(hits.ids, hits.scores, self._budget())
+
+    def _one_statement_search(self, search: queries.Search) -> Flow[tuple[queries.Search, int]]:
+        # (hrag.retrieve: the hybrid score over top_k vector candidates, whatever the lexical weight)
+        yield from ()
+        return dataclasses.replace(search, candidates=self.settings.top_k, min_relative_score=None,
+                                   always_hybrid=True), self.settings.top_k
+
+    def _context_of(self, rows: list[dict[str, Any]], budget: int | None) -> Context:
+        results = [queries.to_result(self.mode, row) for row in rows]
+        return Context(results=results, total_tokens=sum(r.token_count for r in results), max_tokens=self._budget())
 
     def context_flow(self, question: str, query: Query) -> Flow[Context]:
         """The selection already fits the budget (in stored token counts): nothing is dropped."""

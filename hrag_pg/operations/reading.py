@@ -1,4 +1,4 @@
-"""The reading operations: ask, read a node, outline, list sources, delete a source.
+"""The reading operations: ask (and inspect an answer), read a node, outline, list sources, delete a source.
 
 Each is written once.  Its arguments are checked in one place (the settings
 objects and :class:`Question`), by the names Python and JSON use, and every
@@ -14,6 +14,7 @@ cannot diverge.  The answers are the shapes of :mod:`hrag_pg.operations.shapes`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +23,10 @@ from ..argument_limits import check_node_id
 from ..collection_model import as_json
 from ..errors import InvalidArgument, NotFound
 from ..models import Context, OutlineEntry
-from ..retrievers import BaseRetriever, Fetch, Flow, arun, known_collection, run
+from ..retrievers import BaseRetriever, Fetch, Flow, Traced, arun, known_collection, run
 from ..settings import Settings
 from .question import Question
-from .shapes import Answer, ChildEntry, Deleted, NodeView, SourceEntry
+from .shapes import Answer, ChildEntry, Deleted, Hit, Inspection, NodeView, SourceEntry, TreeNode
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..async_repository import AsyncRepository
@@ -69,6 +70,31 @@ def outline_flow(collection: str | None, source: str | None, max_depth: int) -> 
     return entries
 
 
+def inspection_flow(question: Question, settings: Settings, traced: Traced) -> Flow[Inspection]:
+    """An answer made visible: its hits, its passages and the documents' map around them (one statement,
+    ``queries.INSPECTION_TREE``)."""
+    context = traced.context
+    hits = [Hit(node_id=node_id, document_id=document_id, score=score, rank=rank)
+            for rank, (node_id, document_id, score)
+            in enumerate(zip(traced.hits.ids, traced.hits.document_ids, traced.hits.scores, strict=True), 1)]
+    rows = yield Fetch(queries.INSPECTION_TREE, {
+        "hit_ids": [h.node_id for h in hits], "hit_scores": [h.score for h in hits],
+        "passage_ids": [r.node_id for r in context.results]})
+    tree = [TreeNode(**row, lead=lead(row.pop("text_start") or "")) for row in rows]
+    return Inspection(question=question.text, settings=settings_fields(settings), answer=answer(settings, context),
+                      hits=hits, tree=tree)
+
+
+def settings_fields(settings: Settings) -> dict[str, Any]:
+    """A mode's settings by their flat names, as JSON values (the reranker by its class, the filter as given)."""
+    fields: dict[str, Any] = {"mode": settings.mode}
+    for field in dataclasses.fields(settings):
+        value = getattr(settings, field.name)
+        fields[field.name] = value if value is None or isinstance(value, (bool, int, float, str, dict)) \
+            else type(value).__name__
+    return fields
+
+
 def schema_revision_flow() -> Flow[str | None]:
     """The schema's migration revision (None: not installed)."""
     rows = yield Fetch(queries.SCHEMA_REVISION, {})
@@ -89,6 +115,13 @@ class Reader:
     def retrieve(self, question: Question) -> Answer:
         settings = question.plan()
         return answer(settings, self.retriever(settings).context(question.text))
+
+    def inspect(self, question: Question) -> Inspection:
+        """The answer :meth:`retrieve` gives, with the hits it was built from and the documents' map around
+        them: what the inspector page draws."""
+        settings = question.plan()
+        traced = self.retriever(settings).trace(question.text)
+        return run(inspection_flow(question, settings, traced), self.repository.fetch)
 
     def node(self, node_id: Any) -> NodeView:
         return run(node_flow(node_id), self.repository.fetch)
@@ -136,6 +169,11 @@ class AsyncReader:
     async def retrieve(self, question: Question) -> Answer:
         settings = question.plan()
         return answer(settings, await self._sync.retriever(settings).acontext(question.text))
+
+    async def inspect(self, question: Question) -> Inspection:
+        settings = question.plan()
+        traced = await self._sync.retriever(settings).atrace(question.text)
+        return await arun(inspection_flow(question, settings, traced), self.repository.fetch)
 
     async def node(self, node_id: Any) -> NodeView:
         return await arun(node_flow(node_id), self.repository.fetch)

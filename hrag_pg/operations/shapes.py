@@ -75,6 +75,61 @@ class SourceEntry(BaseModel):
     model: dict[str, Any] | None = None
 
 
+class Hit(BaseModel):
+    """One candidate the mode read: the leaf the search found, its score and its place (1: the best)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    node_id: uuid.UUID
+    document_id: uuid.UUID
+    score: float
+    rank: int
+
+
+class TreeNode(BaseModel):
+    """One node of an inspection's map: where it sits, what it costs, and what the retrieval did with it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    node_id: uuid.UUID
+    parent_id: uuid.UUID | None
+    document_id: uuid.UUID
+    source: str
+    collection: str
+    depth: int
+    title: str | None = None
+    kind: str
+    #: Tokens of the node's whole subtree (what the node costs as a passage).
+    token_count: int
+    #: Stored number of children: a merge's hit-ratio denominator.
+    child_count: int
+    #: The start of the node's own text on one line.
+    lead: str
+    #: The node was a hit: its score and rank among the hits (None: it was not).
+    hit_score: float | None = None
+    hit_rank: int | None = None
+    #: The node is a passage of the answer: its rank (None: it is not).
+    passage_rank: int | None = None
+    #: A passage's text holds this node (the node is the passage or lies inside one).
+    in_context: bool = False
+
+
+class Inspection(BaseModel):
+    """A retrieval made visible: the answer, the settings it ran with, the hits it was built from, and the
+    map of the documents it touched (``POST /inspect``, the inspector page)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    question: str
+    #: The mode's settings by their flat names (its defaults filled in).
+    settings: dict[str, Any]
+    answer: Answer
+    #: The candidates the mode read, best first.
+    hits: list[Hit]
+    #: The documents' nodes on the paths to the hits and passages, with their children, in document order.
+    tree: list[TreeNode]
+
+
 class Deleted(BaseModel):
     """What ``delete`` removed."""
 
@@ -93,5 +148,5 @@ def passage_fields(result: RetrievalResult) -> dict[str, Any]:
     return fields
 
 
-__all__ = ["Answer", "ChildEntry", "Deleted", "NodeView", "OutlineEntry", "OutlineNode", "SourceEntry",
-           "passage_fields"]
+__all__ = ["Answer", "ChildEntry", "Deleted", "Hit", "Inspection", "NodeView", "OutlineEntry", "OutlineNode",
+           "SourceEntry", "TreeNode", "passage_fields"]
