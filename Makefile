@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-pg16 test-distributed lint check-docs docs bench clean
+.PHONY: install demo test test-pg16 test-distributed lint check-docs docs screenshots bench clean
 
 # (setuptools >= 80 prints an informational notice for every editable install: nothing to act on, so filtered.)
 $(BIN)/.installed: pyproject.toml
@@ -52,6 +52,9 @@ docs: install  ## the documentation site (mkdocs.yml) into site/, strictly: a wa
 lint: install  ## ruff (pinned rules in pyproject.toml) on the code, mypy on the shipped package
 	$(BIN)/ruff check hrag_pg tests bench tools
 	$(BIN)/mypy hrag_pg
+
+screenshots: install  ## the inspector's pictures in docs/images, taken by its browser tests from the current code
+	HRAG_SCREENSHOT_DIR=$(abspath docs/images) $(BIN)/python -m pytest -q tests/acceptance/test_inspector_page.py
 
 bench: install  ## small benchmark against LlamaIndex and LangChain (minutes); see bench/README.md
 	bash bench/setup_peers.sh

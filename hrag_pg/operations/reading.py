@@ -82,7 +82,7 @@ def inspection_flow(question: Question, settings: Settings, traced: Traced) -> F
         "passage_ids": [r.node_id for r in context.results]})
     tree = [TreeNode(**row, lead=lead(row.pop("text_start") or "")) for row in rows]
     return Inspection(question=question.text, settings=settings_fields(settings), answer=answer(settings, context),
-                      hits=hits, tree=tree)
+                      reasons=[r.explanation() for r in context.results], hits=hits, tree=tree)
 
 
 def settings_fields(settings: Settings) -> dict[str, Any]:

@@ -124,6 +124,8 @@ class Inspection(BaseModel):
     #: The mode's settings by their flat names (its defaults filled in).
     settings: dict[str, Any]
     answer: Answer
+    #: Why each passage of the answer is in the context, one line each, in the answer's order.
+    reasons: list[str]
     #: The candidates the mode read, best first.
     hits: list[Hit]
     #: The documents' nodes on the paths to the hits and passages, with their children, in document order.

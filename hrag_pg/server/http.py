@@ -1,4 +1,5 @@
-"""The HTTP API: FastAPI, JSON in and out, OpenAPI docs at ``/docs``, the MCP tools at ``/mcp``.
+"""The HTTP API: FastAPI, JSON in and out, OpenAPI docs at ``/docs``, the MCP tools at ``/mcp``, the
+inspector page at ``/`` (``/inspector/``).
 
 Reads are open; writes (``POST``/``DELETE /documents``) need
 ``Authorization: Bearer <HRAG_SERVER_TOKEN>``, and with no token configured
@@ -19,12 +20,14 @@ import json
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -48,6 +51,9 @@ from . import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, ENV_TOKEN
 from .service import Service
 
 logger = logging.getLogger("hrag_pg.server")
+
+#: The inspector page (docs/inspector.md): plain HTML, CSS and JavaScript shipped in the package, no build step.
+INSPECTOR = Path(__file__).resolve().parent / "inspector"
 
 #: What opens the facade when the server starts (tests inject one with a fake embedder).
 FacadeFactory = Callable[[], "AsyncHRAG | Awaitable[AsyncHRAG]"]
@@ -202,6 +208,14 @@ class IngestRequest(BaseModel):
 _SCOPE = ("question", "mode", "max_tokens", "collection", "filter")
 
 
+def question_of(body: RetrieveRequest) -> Question:
+    """The question a request asks, its mode's settings by their flat names (checked by ``Question.plan``)."""
+    given = body.model_dump(exclude_unset=True)
+    settings = {k: v for k, v in given.items() if k not in _SCOPE and v is not None}
+    return Question(body.question, mode=body.mode, max_tokens=body.max_tokens, collection=body.collection,
+                    filter=body.filter, settings=settings)
+
+
 # ------------------------------------------------------------------ the app
 
 
@@ -240,6 +254,7 @@ def create_app(open_facade: FacadeFactory, *, token: str | None = None, max_body
                     f"POST and DELETE /documents need `Authorization: Bearer <{ENV_TOKEN}>`. The MCP tools are "
                     "at /mcp (streamable HTTP). See docs/serve.md.")
     app.router.routes.extend(mcp_routes)
+    app.mount("/inspector", StaticFiles(directory=INSPECTOR, html=True), name="inspector")
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     app.add_middleware(JsonErrors)
 
@@ -301,11 +316,16 @@ def create_app(open_facade: FacadeFactory, *, token: str | None = None, max_body
         """The answer as `hrag query --json` prints it: `mode`, `max_tokens`, `total_tokens`, `results` (each
         with its `rank`) and `dropped`. A setting of another mode than the one chosen is refused (400),
         naming it."""
-        given = body.model_dump(exclude_unset=True)
-        settings = {k: v for k, v in given.items() if k not in _SCOPE and v is not None}
-        question = Question(body.question, mode=body.mode, max_tokens=body.max_tokens, collection=body.collection,
-                            filter=body.filter, settings=settings)
-        return _PlainJSON((await run.retrieve(question)).model_dump(mode="json"))
+        return _PlainJSON((await run.retrieve(question_of(body))).model_dump(mode="json"))
+
+    @app.post("/inspect", summary="Ask a question and see how it was answered (what the inspector page draws)",
+              response_class=_PlainJSON)
+    async def inspect_answer(body: RetrieveRequest, run: Service = Depends(service)) -> _PlainJSON:
+        """The answer `/retrieve` gives (`answer`), why each passage is in it (`reasons`), the mode's settings
+        with its defaults (`settings`), the hits it was built from, best first (`hits`), and the map of the
+        documents it touched (`tree`: the nodes on the paths to the hits and passages, with their children,
+        each marked with its hit and passage)."""
+        return _PlainJSON((await run.inspect(question_of(body))).model_dump(mode="json"))
 
     @app.get("/sources", summary="The stored documents, as `hrag sources --json` lists them")
     async def sources(collection: str | None = Query(None, description="Only this collection."),
@@ -336,6 +356,11 @@ def create_app(open_facade: FacadeFactory, *, token: str | None = None, max_body
                      collection: str = Query("default", description="Its collection."),
                      run: Service = Depends(service)) -> Deleted:
         return await run.delete(source, collection)
+
+    @app.get("/", include_in_schema=False)
+    async def home(request: Request) -> RedirectResponse:
+        query = request.url.query
+        return RedirectResponse("/inspector/" + (f"?{query}" if query else ""))
 
     @app.get("/health", summary="Database reachable, schema revision, model loaded")
     async def health(run: Service = Depends(service)) -> JSONResponse:

@@ -20,7 +20,7 @@ from ..errors import HragError, InvalidArgument
 from ..ingest.text import TextFormat
 from ..models import IngestResult, OutlineEntry
 from ..operations.question import Question
-from ..operations.shapes import Answer, Deleted, NodeView, SourceEntry
+from ..operations.shapes import Answer, Deleted, Inspection, NodeView, SourceEntry
 
 logger = logging.getLogger("hrag_pg.server")
 
@@ -67,6 +67,9 @@ class Service:
 
     async def retrieve(self, question: Question) -> Answer:
         return await self.reader.retrieve(question)
+
+    async def inspect(self, question: Question) -> Inspection:
+        return await self.reader.inspect(question)
 
     async def sources(self, collection: str | None = None) -> list[SourceEntry]:
         return await self.reader.sources(collection)

@@ -7,6 +7,7 @@ work rules in collection "hr" and an English guide in "manuals".
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -122,6 +123,42 @@ class LiveServer:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(10)
+
+
+@contextlib.contextmanager
+def hrag_serve(db_url: str, log_path: Path) -> Iterator[str]:
+    """``hrag serve`` itself (the real model, HRAG_DATABASE_URL) on a free port: its URL once the model is
+    loaded; stopped with SIGTERM after, which must shut it down cleanly."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "HRAG_SERVER_URL"}
+    env["HRAG_DATABASE_URL"] = db_url
+    with log_path.open("wb") as log:
+        process = subprocess.Popen([sys.executable, "-m", "hrag_pg.cli", "serve", "--port", str(port)], cwd=ROOT,
+                                   env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 120
+            while True:
+                assert process.poll() is None, log_path.read_text()
+                try:
+                    if httpx.get(url + "/health", timeout=2).json().get("model_loaded"):
+                        break
+                except httpx.TransportError:
+                    pass
+                assert time.monotonic() < deadline, "hrag serve did not start"
+                time.sleep(0.2)
+            yield url
+        finally:
+            process.terminate()
+            process.wait(60)
+    assert "Application shutdown complete." in log_path.read_text()
 
 
 @pytest.fixture

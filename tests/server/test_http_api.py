@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import psycopg
@@ -145,8 +146,54 @@ def test_health_is_503_while_the_database_is_unreachable(client: TestClient, ing
 
 def test_the_openapi_docs_list_every_endpoint(client: TestClient) -> None:
     paths = client.get("/openapi.json").json()["paths"]
-    assert {"/retrieve", "/sources", "/outline", "/nodes/{node_id}", "/documents", "/health"} <= set(paths)
+    assert {"/retrieve", "/inspect", "/sources", "/outline", "/nodes/{node_id}", "/documents", "/health"} <= set(paths)
     assert client.get("/docs").status_code == 200
+
+
+# ------------------------------------------------------------------ the inspector
+
+
+@pytest.mark.parametrize("body", [
+    {"question": "試用期間中の通勤手当", "collection": "hr"},
+    {"question": "How do I rotate the keys?", "mode": "auto-merge", "merge_threshold": 0.3},
+    {"question": "退職の手続", "collection": "hr", "mode": "parent-child", "max_parents": 2, "max_tokens": 300},
+])
+def test_inspect_answers_what_retrieve_answers_with_its_hits_and_map(client: TestClient,
+                                                                     body: dict[str, object]) -> None:
+    inspected = client.post("/inspect", json=body)
+    assert inspected.status_code == 200, inspected.text
+    shown = inspected.json()
+    assert shown["answer"] == client.post("/retrieve", json=body).json()
+    assert len(shown["reasons"]) == len(shown["answer"]["results"]) and shown["hits"]
+    on_map = {n["node_id"]: n for n in shown["tree"]}
+    assert all(on_map[r["node_id"]]["passage_rank"] == r["rank"] for r in shown["answer"]["results"])
+    assert all(on_map[h["node_id"]]["hit_rank"] == h["rank"] for h in shown["hits"])
+    assert shown["settings"]["mode"] == (body.get("mode") or "auto")
+
+
+@pytest.mark.parametrize(("body", "status", "message"), [
+    ({"question": "keys", "collection": "nope"}, 404, "no collection 'nope'"),
+    ({"question": "keys", "mode": "auto", "max_parents": 2}, 400, "max_parents"),
+    ({"question": ""}, 400, "question"),
+])
+def test_inspect_refuses_what_retrieve_refuses_in_the_same_words(client: TestClient, body: dict[str, object],
+                                                                 status: int, message: str) -> None:
+    inspected, retrieved = client.post("/inspect", json=body), client.post("/retrieve", json=body)
+    assert (inspected.status_code, inspected.json()) == (retrieved.status_code, retrieved.json())
+    assert inspected.status_code == status and message in inspected.json()["error"]
+
+
+def test_the_inspector_page_is_served_from_the_package_with_nothing_from_elsewhere(client: TestClient) -> None:
+    home = client.get("/?compare=1", follow_redirects=False)
+    assert home.status_code == 307 and home.headers["location"] == "/inspector/?compare=1"
+    page = client.get("/inspector/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    for asset in ("inspector.js", "inspector.css"):
+        served = client.get(f"/inspector/{asset}")
+        assert served.status_code == 200 and served.text
+        assert "//" not in " ".join(re.findall(r"(?:src|href|url)\(?=?[\"']?([^\"')\s]+)", served.text))
+    assert not re.findall(r"(?:src|href)=\"(?:https?:)?//", page.text), "no script, style or font from the network"
+    assert client.get("/inspector/missing.js").json() == {"error": "Not Found"}
 
 
 # ------------------------------------------------------------------ writes

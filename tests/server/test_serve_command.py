@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +10,7 @@ import httpx
 import pytest
 
 from hrag_pg.api import HRAG
-from tests.server.conftest import GUIDE, ROOT, RULES, free_port
+from tests.server.conftest import GUIDE, RULES, hrag_serve
 from tests.server.test_live_server import hrag_cli
 
 pytestmark = pytest.mark.model
@@ -33,28 +30,8 @@ def served(db_url: str, tmp_path: Path) -> Iterator[str]:
     hrag = HRAG(db_url)
     hrag.ingest_text(RULES, source="work_rules_ja.md", collection="hr")
     hrag.ingest_text(GUIDE, source="guide.md", collection="manuals", metadata={"lang": "en"})
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k != "HRAG_SERVER_URL"}
-    env["HRAG_DATABASE_URL"] = db_url
-    log = (tmp_path / "serve.log").open("wb")
-    process = subprocess.Popen([sys.executable, "-m", "hrag_pg.cli", "serve", "--port", str(port)], cwd=ROOT,
-                               env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        assert process.poll() is None, (tmp_path / "serve.log").read_text()
-        try:
-            if httpx.get(url + "/health", timeout=2).json().get("model_loaded"):
-                break
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, "hrag serve did not start"
-        time.sleep(0.2)
-    yield url
-    process.terminate()
-    process.wait(60)
-    log.close()
-    assert "Application shutdown complete." in (tmp_path / "serve.log").read_text()
+    with hrag_serve(db_url, tmp_path / "serve.log") as url:
+        yield url
 
 
 @pytest.mark.parametrize("args", QUERIES, ids=lambda a: " ".join(a[1:]) or "default")
