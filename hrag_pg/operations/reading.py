@@ -42,8 +42,11 @@ def answer(settings: Settings, context: Context) -> Answer:
 
 
 def lead(text: str, length: int = LEAD_CHARS) -> str:
-    """The start of a text on one line (line breaks and runs of spaces collapsed)."""
-    flat = " ".join(text.split())
+    """The start of a text on one line (line breaks and runs of spaces collapsed), from its first line with
+    a letter or digit: a rule of ``=====`` or ``~~~~~`` above a plain-text section tells nothing apart."""
+    lines = text.splitlines()
+    first = next((i for i, line in enumerate(lines) if any(c.isalnum() for c in line)), 0)
+    flat = " ".join(" ".join(lines[first:]).split())
     return flat if len(flat) <= length else flat[:length] + "…"
 
 

@@ -106,16 +106,16 @@ function renderTree(items, row, openUpTo) {
   }));
 }
 
-const nodeLabel = (node) => node.title || node.lead || (node.heading_path || []).filter(Boolean).slice(-1)[0]
-  || node.source || node.kind;
+// A node by its title, else the start of its text (the map has it; the outline lists titled nodes and
+// untitled sections, which it names by their kind).
+const nodeLabel = (node) => node.title || node.lead || (node.depth === 0 ? node.source : `(untitled ${node.kind})`);
 
-// A passage by its place: its heading path, and for an untitled one (an item, a paragraph) its first words.
-function passageLabel(result) {
+// A passage by its place: its heading path, and for an untitled one (an item, a paragraph) the start of
+// its text as the map shows it.
+function passageLabel(result, onMap) {
   const path = (result.heading_path || []).filter(Boolean);
-  if (!result.title) {
-    const words = result.content.replace(/\s+/g, " ").trim();
-    path.push(words.length > 40 ? words.slice(0, 40) + "…" : words);
-  }
+  const node = onMap.get(result.node_id);
+  if (!result.title && node && node.lead) path.push(node.lead);
   return path.join(" › ") || result.source;
 }
 
@@ -211,6 +211,7 @@ function mergedText(result, settings) {
 function renderAnswer(target, inspection, scale) {
   const { answer, settings, hits } = inspection;
   const results = new Map(answer.results.map((r) => [r.node_id, r]));
+  const onMap = new Map(inspection.tree.map((n) => [n.node_id, n]));
   const budget = answer.max_tokens;
   const used = answer.total_tokens;
   const width = Math.min(100, (100 * used) / (budget || scale || 1));
@@ -257,13 +258,13 @@ function renderAnswer(target, inspection, scale) {
       el("div", { class: "used", style: `width: ${width.toFixed(1)}%` })),
     el("ol", { class: "passages", dataRole: "passages" }, answer.results.map((r, i) => el("li", {},
       el("span", { class: "node-row in-context" },
-        el("span", { class: "label", onclick: () => openNode(r.node_id) }, passageLabel(r)),
+        el("span", { class: "label", onclick: () => openNode(r.node_id) }, passageLabel(r, onMap)),
         el("span", { class: "tokens" }, tokens(r.token_count))),
       " ", el("span", { class: "why" }, inspection.reasons[i]),
       mergedText(r, settings) && settings.merge_threshold !== undefined
         ? el("span", { class: "why" }, ` (threshold ${settings.merge_threshold})`) : null))),
     answer.dropped.length ? el("p", { class: "dropped" }, "Left out (over the budget): ",
-      answer.dropped.map((r) => `${passageLabel(r)} (${tokens(r.token_count)})`)
+      answer.dropped.map((r) => `${passageLabel(r, onMap)} (${tokens(r.token_count)})`)
         .join("; ")) : null,
     el("h3", {}, "Where it comes from"),
     el("div", { class: "tree", dataRole: "map" }, [...documents.values()].map((nodes) =>
