@@ -205,7 +205,7 @@ def reembed_cmd(
     hrag = core.open_hrag()
     hrag.reader.require_collection(collection)
     if cancel:
-        cancelled = hrag.cancel_reembed(collection)
+        cancelled = hrag.writer.cancel_reembed(collection)
         if as_json:
             print_json({"collection": collection, "cancelled": cancelled})
         else:
@@ -220,7 +220,7 @@ def reembed_cmd(
                 tasks[stage] = bar.add_task("re-embedding documents", total=total)
             bar.update(tasks[stage], completed=done, total=total)
 
-        report = hrag.reembed(collection, model, progress=progress)
+        report = hrag.writer.reembed(collection, model, progress=progress)
     if as_json:
         print_json(dataclasses.asdict(report))
         return

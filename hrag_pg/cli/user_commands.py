@@ -186,9 +186,9 @@ def ingest_cmd(
                 if not as_json:  # (--json reports the model in its object)
                     console.print(styled((f"model {name}", "bold"), f": {why}"))
 
-            report = hrag.ingest(paths, collection=collection, options=options, progress=progress, force=force,
-                                 bulk=bulk, metadata=metadata, source=source, on_file=on_file, replace=replace,
-                                 on_done=on_done, on_model=on_model)
+            report = hrag.writer.ingest(paths, collection=collection, options=options, progress=progress,
+                                        force=force, bulk=bulk, metadata=metadata, source=source, on_file=on_file,
+                                        replace=replace, on_done=on_done, on_model=on_model)
     except KeyboardInterrupt:
         stopped_in = now["path"]
         not_started = max(now["total"] - len(done) - len(failed) - (stopped_in is not None), 0)
@@ -415,7 +415,7 @@ def sources_cmd(
         return
     hrag = core.open_hrag()
     if rename_from_paths:
-        plans = hrag.rename_from_paths(rename_from_paths, collection=collection or "default", dry_run=dry_run)
+        plans = hrag.writer.rename_from_paths(rename_from_paths, collection=collection or "default", dry_run=dry_run)
         if as_json:
             print_json([{"path": p.path, "old": p.old, "new": p.new, "status": p.status,
                          "embedded": p.embedded} for p in plans])

@@ -80,7 +80,7 @@ def keep_stored_names(named: Sequence[tuple[Path, str]], stored_from: Mapping[st
     """``named`` with each file already stored under another name given that name back.
 
     ``stored_from`` maps stored source names to the file each was read from
-    (resolved paths, as :func:`hrag_pg.api._load_file` records them).  A file
+    (resolved paths, as :func:`hrag_pg.operations.writing._load_file` records them).  A file
     keeps its name by today's rule when that name is among its stored ones,
     or when it is stored under several names (no way to choose), or when the
     stored name is what another file of this call is named.

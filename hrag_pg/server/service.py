@@ -96,10 +96,11 @@ class Service:
     async def ingest(self, *, text: str, source: str, collection: str = "default",
                      metadata: dict[str, Any] | None = None, format: TextFormat = "markdown",
                      strategy: str | None = None) -> IngestResult:
-        """``HRAG.ingest_text``: one transaction; bad input is refused before anything is written."""
+        """The writing operation ``ingest_text``: one transaction; bad input is refused before anything is
+        written."""
         if not collection.strip():
             raise InvalidArgument("collection must not be empty", field="collection")
-        return await asyncio.to_thread(self.hrag.ingest_text, text, source=source, collection=collection,
+        return await asyncio.to_thread(self.hrag.writer.ingest_text, text, source=source, collection=collection,
                                        metadata=metadata, format=format,
                                        strategy=strategy)  # type: ignore[arg-type]  # (checked by the parser)
 
