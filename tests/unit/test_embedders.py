@@ -77,6 +77,37 @@ def test_the_multilingual_model_reads_only_the_512_tokens_it_was_trained_with() 
     assert embedder.read_part("short text") == "short text"
 
 
+def test_a_question_is_not_held_behind_a_long_embedding_on_the_multilingual_model() -> None:
+    """A server embeds in worker threads: a short question arriving while a document (or a 10,000-character
+    question) is embedded gets an engine of its own and shares the cores, instead of waiting for the end."""
+    import threading
+    import time
+
+    from hrag_pg.embedders.e5_q4 import E5Q4Embedder
+
+    embedder = E5Q4Embedder()
+    embed_queries(embedder, ["warm-up"])
+    long_texts = ["試用期間中の通勤手当は支給されますか？" * 60] * 6  # 6 texts of 512 tokens: seconds
+    long_done = threading.Event()
+    long_started = threading.Event()
+
+    def embed_long() -> None:
+        long_started.set()
+        embedder.embed(long_texts)
+        long_done.set()
+
+    worker = threading.Thread(target=embed_long)
+    worker.start()
+    long_started.wait()
+    time.sleep(0.3)  # (the long call is inside the engine)
+    vector = embed_queries(embedder, ["昼食手当は？"])
+    finished_first = not long_done.is_set()
+    worker.join()
+    assert vector.shape == (1, embedder.dim)
+    assert finished_first, "the short question waited for the long embedding to end"
+    np.testing.assert_allclose(vector, embed_queries(embedder, ["昼食手当は？"]), atol=1e-6)
+
+
 def test_a_sentence_transformers_model_named_like_e5_gets_the_e5_prompts_on_both_sides(tmp_path: Path) -> None:
     from hrag_pg.embedders.sentence_transformers import SentenceTransformerEmbedder, load_model
 
