@@ -21,6 +21,11 @@ measures in the same run:
   own psycopg connection, the same statement with precomputed vectors) for as
   long: requests, errors, throughput, p50/p95 latency and the throughput ratio.
   The server embeds every question (CPU) and direct SQL does not;
+- a short question's latency while another client asks questions of the longest
+  length the server takes (10,000 characters), one after another, against the
+  same questions alone: the server cuts a question to what its model reads
+  before embedding it, so a long one costs what a 512-token one costs and does
+  not hold the others behind it (issue #51).  Target: p50 at most 1.5× alone;
 - ``hrag query "<q>" -c <collection> --max-tokens 2000 --json`` as a fresh
   process with ``HRAG_SERVER_URL`` set (median of 5), and once without the
   server for comparison.  Target: <= 0.5 s.
@@ -65,6 +70,9 @@ from hrag_pg.embedding import embed_queries, identity_of
 BUDGET = 2000
 TARGET_OVERHEAD_MS = 3.0
 TARGET_CLI_S = 0.5
+#: The longest question the server takes (hrag_pg.argument_limits.MAX_QUESTION_CHARS).
+LONG_QUESTION_CHARS = 10_000
+TARGET_BESIDE_LONG = 1.5
 CLI_RUNS = 5
 
 
@@ -207,6 +215,49 @@ def concurrent(clients: int, seconds: float, open_client: Callable[[], Any],
             "p95": percentile(flat, 0.95) if flat else float("nan")}
 
 
+def beside_long(base: str, questions: list[str], collection: str, seconds: float) -> dict[str, Any]:
+    """Short questions one after another on one connection, first alone and then while a second client asks
+    10,000-character questions without a pause; the short ones' latencies (ms) and the long ones' count."""
+    longest = (" ".join(questions) + " ") * (LONG_QUESTION_CHARS // max(1, len(" ".join(questions))) + 1)
+    long_question = longest[:LONG_QUESTION_CHARS]
+
+    def shorts(client: httpx.Client) -> list[float]:
+        measured: list[float] = []
+        until = time.perf_counter() + seconds
+        while time.perf_counter() < until:
+            question = questions[len(measured) % len(questions)]
+            started = time.perf_counter()
+            response = ask_http(client, base, question, collection)
+            if response.status_code != 200:
+                raise RuntimeError(f"POST /retrieve answered {response.status_code}: {response.text[:300]}")
+            measured.append((time.perf_counter() - started) * 1000)
+        return measured
+
+    stop = threading.Event()
+    long_ms: list[float] = []
+
+    def ask_long() -> None:
+        with httpx.Client(timeout=120) as client:
+            while not stop.is_set():
+                started = time.perf_counter()
+                response = ask_http(client, base, long_question, collection)
+                if response.status_code != 200:
+                    raise RuntimeError(f"the long question: {response.status_code}: {response.text[:300]}")
+                long_ms.append((time.perf_counter() - started) * 1000)
+
+    with httpx.Client(timeout=120) as client:
+        shorts(client)  # (warm-up)
+        alone = shorts(client)
+        asker = threading.Thread(target=ask_long, daemon=True)
+        asker.start()
+        while not long_ms and asker.is_alive():  # (the long questions are under way)
+            time.sleep(0.05)
+        beside = shorts(client)
+        stop.set()
+        asker.join(180)
+    return {"alone": alone, "beside": beside, "long": long_ms}
+
+
 def cli_seconds(question: str, collection: str, env: dict[str, str]) -> float:
     started = time.perf_counter()
     done = subprocess.run([*hrag_command(), "query", question, "-c", collection, "--max-tokens", str(BUDGET),
@@ -276,6 +327,8 @@ def main() -> int:
         print("concurrent HTTP", loaded_http, flush=True)
         loaded_sql = concurrent(args.clients, args.seconds, sql_client, ask_sql_ok, len(questions))
         print("concurrent SQL", loaded_sql, flush=True)
+        long = beside_long(base, questions, collection, args.seconds)
+        print("beside a long question", {k: len(v) for k, v in long.items()}, flush=True)
 
         served = child_env(HRAG_SERVER_URL=base)
         cli = [cli_seconds(questions[i % len(questions)], collection, served) for i in range(CLI_RUNS)]
@@ -317,7 +370,21 @@ def main() -> int:
         lines.append(f"| {name} | {r['requests']} | {r['errors']} | {r['rps']:.1f} | {r['p50']:.2f} | "
                      f"{r['p95']:.2f} |")
     ratio = loaded_http["rps"] / loaded_sql["rps"] if loaded_sql["rps"] else float("nan")
+    alone_p50, beside_p50 = statistics.median(long["alone"]), statistics.median(long["beside"])
+    slowdown = beside_p50 / alone_p50
     lines += ["", f"Throughput through the server ÷ direct SQL: {ratio:.2f}×.", "",
+              f"## A short question while a {LONG_QUESTION_CHARS:,}-character one runs", "",
+              f"The questions above one after another on one connection for {args.seconds:g} s, alone, then "
+              f"while a second client asks a {LONG_QUESTION_CHARS:,}-character question (the longest the server "
+              "takes) again and again without a pause.", "",
+              "| | short questions | p50 ms | p95 ms |", "|---|---:|---:|---:|",
+              f"| alone | {len(long['alone'])} | {alone_p50:.1f} | {percentile(long['alone'], 0.95):.1f} |",
+              f"| beside the long questions | {len(long['beside'])} | {beside_p50:.1f} | "
+              f"{percentile(long['beside'], 0.95):.1f} |",
+              f"| the long questions themselves | {len(long['long'])} | {statistics.median(long['long']):.1f} | "
+              f"{percentile(long['long'], 0.95):.1f} |", "",
+              f"Short p50 beside the long ones ÷ alone: {slowdown:.2f}×. Target ≤ {TARGET_BESIDE_LONG}×: "
+              f"{met(slowdown <= TARGET_BESIDE_LONG)}.", "",
               "## `hrag query` through the server", "",
               f"`hrag query \"<q>\" -c {collection} --max-tokens {BUDGET} --json` as a fresh process, "
               "wall time.", "",
