@@ -296,7 +296,8 @@ def serve_cmd(
     model: str = typer.Option(None, "--model", help=core.MODEL_HELP),
     max_body_mb: float = typer.Option(10.0, "--max-body-mb", help="Largest request body accepted, in MB."),
 ) -> None:
-    """Serve retrieval over HTTP (JSON API, OpenAPI at /docs, MCP at /mcp), keeping the model loaded.
+    """Serve retrieval over HTTP (JSON API, OpenAPI at /docs, MCP at /mcp, the inspector page at /), keeping the
+    model loaded.
 
     One process keeps the embedding model in memory and the database connections
     open, so a question costs only the search. Reads are open; writes
@@ -330,7 +331,8 @@ def serve_cmd(
                      host=host)
     shown = f"[{host}]" if ":" in host else host
     writes = f"need the token in {server.ENV_TOKEN}" if token else f"disabled ({server.ENV_TOKEN} is unset)"
-    console.print(Text(f"hrag serve: http://{shown}:{port} (API docs /docs, MCP /mcp); writes {writes}"))
+    console.print(Text(f"hrag serve: http://{shown}:{port} (the inspector /, API docs /docs, MCP /mcp); "
+                       f"writes {writes}"))
     running = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info",
                                             timeout_graceful_shutdown=30, access_log=False))
     running.run()

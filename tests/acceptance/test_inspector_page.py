@@ -194,6 +194,15 @@ def test_a_node_opens_with_its_path_text_and_children(served: str, browser: Any,
     screenshot(browser, "inspector-node")
 
 
+def test_a_question_to_all_collections_searches_each_with_its_own_model(served: str, browser: Any) -> None:
+    page = Page(browser, served)
+    page.collection("")  # (all collections): the Japanese ones on e5, the English manual on MiniLM
+    assert "multilingual-e5-small-q4" in page.find("#model").text and "all-MiniLM-L6-v2" in page.find("#model").text
+    page.ask("How long are messages kept before they are deleted?", mode="auto")
+    documents = [p.text for p in page.column("a").find_elements("css selector", "[data-role=map] > div > .path")]
+    assert any(d.endswith("(manual)") for d in documents), documents
+
+
 def test_a_bad_setting_is_a_readable_message_on_the_page(served: str, browser: Any) -> None:
     page = Page(browser, served)
     page.collection("hr")

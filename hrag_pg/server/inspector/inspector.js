@@ -132,7 +132,10 @@ async function loadSources() {
     collections.set(s.collection, entry);
   }
   const select = $("collection");
-  select.replaceChildren(...[...collections.keys()].map((name) => el("option", { value: name }, name)));
+  const names = [...collections.keys()];
+  // (every collection at once: a question to several models' collections is embedded once per model)
+  const all = names.length > 1 ? [el("option", { value: "" }, "(all collections)")] : [];
+  select.replaceChildren(...names.map((name) => el("option", { value: name }, name)), ...all);
   if (!collections.size) {
     $("model").textContent = "No documents are stored yet: ingest some with hrag ingest.";
     return;
@@ -142,10 +145,12 @@ async function loadSources() {
 
 async function showCollection() {
   const name = $("collection").value;
-  const info = collections.get(name);
-  const model = info.model ? `${info.model.model} (${info.model.dimension} dimensions)` : "model not recorded";
-  $("model").textContent = `${info.documents} document${info.documents === 1 ? "" : "s"} · ${model}`;
-  const entries = await call(`/outline?collection=${encodeURIComponent(name)}&max_depth=6`);
+  const chosen = name ? [collections.get(name)] : [...collections.values()];
+  const documents = chosen.reduce((sum, info) => sum + info.documents, 0);
+  const models = [...new Set(chosen.map((info) => info.model
+    ? `${info.model.model} (${info.model.dimension} dimensions)` : "model not recorded"))];
+  $("model").textContent = `${documents} document${documents === 1 ? "" : "s"} · ${models.join(", ")}`;
+  const entries = await call("/outline?max_depth=6" + (name ? `&collection=${encodeURIComponent(name)}` : ""));
   const row = (node) => el("span", { class: "node-row", dataNodeId: node.node_id },
     el("span", { class: "label", onclick: (e) => { e.preventDefault(); openNode(node.node_id); } }, nodeLabel(node)),
     el("span", { class: "tokens" }, tokens(node.token_count)));
@@ -268,7 +273,8 @@ function renderAnswer(target, inspection, scale) {
         .join("; ")) : null,
     el("h3", {}, "Where it comes from"),
     el("div", { class: "tree", dataRole: "map" }, [...documents.values()].map((nodes) =>
-      el("div", {}, el("p", { class: "path" }, nodes[0].source), renderTree(nestByParent(nodes), row, 99)))),
+      el("div", {}, el("p", { class: "path" }, `${nodes[0].source} (${nodes[0].collection})`),
+        renderTree(nestByParent(nodes), row, 99)))),
     el("h3", {}, "The context an LLM receives ", copy),
     el("textarea", { class: "context-text", readOnly: true, dataRole: "context", value: contextText }));
 }
