@@ -1,5 +1,0 @@
-"""``python -m hrag_pg.cli``: the ``hrag`` command."""
-
-from . import main
-
-main()
