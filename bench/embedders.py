@@ -81,7 +81,7 @@ def wall(args: list[str], env: dict[str, str]) -> float:
     times = []
     for _ in range(5):
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "hrag_pg.cli", *args], env=env, capture_output=True, check=True)
+        subprocess.run([sys.executable, "-m", "hrag_pg", *args], env=env, capture_output=True, check=True)
         times.append(time.perf_counter() - started)
     return statistics.median(times)
 
@@ -105,9 +105,9 @@ def main() -> int:
         env = {**os.environ, "HRAG_DATA_DIR": data_dir, "HF_HUB_OFFLINE": "1"}
         env.pop("HRAG_DATABASE_URL", None)
         examples = Path(__file__).resolve().parents[1] / "hrag_pg" / "examples"
-        subprocess.run([sys.executable, "-m", "hrag_pg.cli", "ingest", str(examples / "manual_en.md"), "-c", "en"],
+        subprocess.run([sys.executable, "-m", "hrag_pg", "ingest", str(examples / "manual_en.md"), "-c", "en"],
                        env=env, capture_output=True, check=True)
-        subprocess.run([sys.executable, "-m", "hrag_pg.cli", "ingest", str(examples / "work_rules_ja.md"), "-c", "ja"],
+        subprocess.run([sys.executable, "-m", "hrag_pg", "ingest", str(examples / "work_rules_ja.md"), "-c", "ja"],
                        env=env, capture_output=True, check=True)
         commands = [("hrag sources", ["sources"]),
                     ("hrag query (MiniLM collection)", ["query", "How long are messages kept?", "-c", "en"]),
@@ -115,7 +115,7 @@ def main() -> int:
                     ("hrag query --max-tokens 2000 (e5)",
                      ["query", "試用期間中に昼食手当はもらえますか？", "-c", "ja", "--max-tokens", "2000"])]
         measured = [(label, wall(args, env)) for label, args in commands]
-        subprocess.run([sys.executable, "-m", "hrag_pg.cli", "db", "stop"], env=env, capture_output=True, check=False)
+        subprocess.run([sys.executable, "-m", "hrag_pg", "db", "stop"], env=env, capture_output=True, check=False)
     lines += ["", "Fresh `hrag` processes on the embedded server (started beforehand), median of 5:", "",
               "| command | wall s |", "|---|---:|"]
     lines += [f"| {label} | {seconds:.2f} |" for label, seconds in measured]

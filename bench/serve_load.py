@@ -92,7 +92,7 @@ def child_env(**extra: str) -> dict[str, str]:
 
 def hrag_command() -> list[str]:
     script = Path(sys.executable).parent / "hrag"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "hrag_pg.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "hrag_pg"]
 
 
 @contextmanager

@@ -271,12 +271,12 @@ def check_fraction(value: float | None, option: str, *, zero_allowed: bool) -> N
 
 def typed_command() -> str:
     """How the user's shell runs this hrag, for hints: ``hrag`` when PATH finds this very one, else its path
-    (after ``make demo``: ``.venv/bin/hrag``), else ``python -m hrag_pg.cli``."""
+    (after ``make demo``: ``.venv/bin/hrag``), else ``python -m hrag_pg``."""
     import shutil
 
     script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
     if script is None or script.name != "hrag" or not script.exists():
-        return f"{shlex.quote(sys.executable)} -m hrag_pg.cli"
+        return f"{shlex.quote(sys.executable)} -m hrag_pg"
     found = shutil.which("hrag")
     if found is not None and Path(found).resolve() == script.resolve():
         return "hrag"

@@ -10,8 +10,6 @@ from typing import Any
 import typer
 from rich.text import Text
 
-from .. import server
-from ..errors import HragError, install_extra
 from . import core
 from .core import EXIT_FAILURE, EXIT_NOT_RUNNING, app, clear_errors, db_app
 from .output import console, error_line, plural, print_json, progress_bar, styled
@@ -268,89 +266,3 @@ def check_cmd(
                       else plural(len(problems), "problem"))
     if problems:
         raise typer.Exit(EXIT_FAILURE)
-
-
-# ------------------------------------------------------------------------ serve
-
-
-def _serve_modules() -> None:
-    """The serve extra's packages, or one line saying how to install them."""
-    try:
-        import fastapi  # noqa: F401
-        import mcp  # noqa: F401
-        import uvicorn  # noqa: F401
-    except ImportError as exc:
-        raise HragError(f"hrag serve needs the serve extra ({exc.name} is not installed): "
-                        f"{install_extra('serve')}") from None
-
-
-@app.command("serve")
-@clear_errors
-def serve_cmd(
-    host: str = typer.Option(server.DEFAULT_HOST, "--host",
-                             help="Address to listen on (loopback by default; reads need no token, so think twice "
-                                  "before 0.0.0.0)."),
-    port: int = typer.Option(server.DEFAULT_PORT, "--port", help="TCP port of the HTTP API."),
-    mcp_stdio: bool = typer.Option(False, "--mcp",
-                                   help="Serve the MCP tools on stdin/stdout instead (what an MCP client starts)."),
-    model: str = typer.Option(None, "--model", help=core.MODEL_HELP),
-    max_body_mb: float = typer.Option(10.0, "--max-body-mb", help="Largest request body accepted, in MB."),
-) -> None:
-    """Serve retrieval over HTTP (JSON API, OpenAPI at /docs, MCP at /mcp, the inspector page at /), keeping the
-    model loaded.
-
-    One process keeps the embedding model in memory and the database connections
-    open, so a question costs only the search. Reads are open; writes
-    (POST/DELETE /documents) need the header 'Authorization: Bearer $HRAG_SERVER_TOKEN',
-    and are refused while HRAG_SERVER_TOKEN is unset. With HRAG_SERVER_URL set
-    (e.g. http://127.0.0.1:8740), `hrag query`, `hrag sources`, `hrag outline` and `hrag show` ask the server.
-    SIGTERM or Ctrl-C finishes the requests under way, then stops. See docs/serve.md.
-
-    \b
-    Examples:
-        hrag serve
-        HRAG_SERVER_TOKEN=$(openssl rand -hex 24) hrag serve --port 9000
-        hrag serve --mcp                      (for an MCP client's config)
-    """
-    _serve_modules()
-    if not 1 <= port <= 65535:
-        raise ValueError(f"--port must be between 1 and 65535, got {port}")
-    if not 0 < max_body_mb <= 10_000:
-        raise ValueError(f"--max-body-mb must be in (0, 10000], got {max_body_mb}")
-    hrag = core.open_hrag(model)
-    if mcp_stdio:
-        _serve_mcp_stdio(hrag)
-        return
-    import uvicorn
-
-    from ..api import AsyncHRAG
-    from ..server.http import create_app
-
-    token = os.environ.get(server.ENV_TOKEN, "")
-    app = create_app(lambda: AsyncHRAG(hrag), token=token, max_body_bytes=int(max_body_mb * 1024 * 1024),
-                     host=host)
-    shown = f"[{host}]" if ":" in host else host
-    writes = f"need the token in {server.ENV_TOKEN}" if token else f"disabled ({server.ENV_TOKEN} is unset)"
-    console.print(Text(f"hrag serve: http://{shown}:{port} (the inspector /, API docs /docs, MCP /mcp); "
-                       f"writes {writes}"))
-    running = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info",
-                                            timeout_graceful_shutdown=30, access_log=False))
-    running.run()
-    if not running.started:
-        raise HragError(f"the server did not start on {host}:{port} (see the lines above)")
-
-
-def _serve_mcp_stdio(hrag: Any) -> None:
-    """The MCP tools on stdin/stdout; nothing else may write to stdout (it is the protocol's)."""
-    import anyio
-
-    from ..api import AsyncHRAG
-    from ..server.mcp import run_stdio
-    from ..server.service import Service
-
-    async def open_service() -> Service:
-        service = Service(AsyncHRAG(hrag))
-        await service.warm_up()
-        return service
-
-    anyio.run(run_stdio, open_service)

@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from hrag_pg.cli import app
+from hrag_pg.main import app
 
 pytestmark = pytest.mark.model
 runner = CliRunner()

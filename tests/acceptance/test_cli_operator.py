@@ -76,7 +76,7 @@ def env(db_url: str, weightless_model: Path, tmp_path: Path) -> dict[str, str]:
 def cli(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """The real `hrag` in a fresh process (no model or engine cached from other tests)."""
     full = {**os.environ, **env, "PYTHONPATH": str(REPO), "COLUMNS": "80"}
-    return subprocess.run([sys.executable, "-m", "hrag_pg.cli", *args], env=full, cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "hrag_pg", *args], env=full, cwd=cwd,
                           capture_output=True, text=True, timeout=300, check=False)
 
 
@@ -544,7 +544,7 @@ def test_ctrl_c_during_ingest_exits_130_with_one_line(tmp_path: Path, db_url: st
     # A foreground command in a terminal gets Ctrl-C with SIGINT at its default disposition; a test run
     # started in the background (`cmd &` in a script) inherits SIGINT *ignored*, and Python then never
     # raises KeyboardInterrupt. Restore the default so the test sees what a user's terminal gives.
-    process = subprocess.Popen([sys.executable, "-m", "hrag_pg.cli", "ingest", str(tmp_path), "-c", "big"],
+    process = subprocess.Popen([sys.executable, "-m", "hrag_pg", "ingest", str(tmp_path), "-c", "big"],
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(8)  # imports done, model loading or documents being written
@@ -608,7 +608,7 @@ def source_locked(db_url: str, collection: str, source: str) -> Iterator[None]:
 def start_cli(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
     """The real `hrag` in its own process, stdout and stderr pipes; Ctrl-C at its default (as in a terminal)."""
     full = {**os.environ, **env, "PYTHONPATH": str(REPO), "COLUMNS": "80"}
-    return subprocess.Popen([sys.executable, "-m", "hrag_pg.cli", *args], env=full, stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "hrag_pg", *args], env=full, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 

@@ -99,7 +99,7 @@ def test_a_reader_that_closes_the_pipe_early_is_not_an_error(env: dict[str, str]
     sections = "\n".join(f"## Section {i}\n\nText {i} " + "word " * 50 for i in range(1000))  # (over a pipe's buffer)
     hrag.ingest_tree(parse_markdown(f"# Big\n\n{sections}\n", "big.md"), collection="manuals")
     big = hrag.outline(source="big.md", max_depth=0)[0].node_id
-    command = [sys.executable, "-m", "hrag_pg.cli", *[str(big) if a == "BIG" else a for a in args]]
+    command = [sys.executable, "-m", "hrag_pg", *[str(big) if a == "BIG" else a for a in args]]
     reading = subprocess.Popen(command, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert reading.stdout is not None and reading.stderr is not None
     assert reading.stdout.read(100)  # the start, then the reader goes away (as head -1 or head -c 100 do)

@@ -140,7 +140,7 @@ def hrag_serve(db_url: str, log_path: Path) -> Iterator[str]:
     env = {k: v for k, v in os.environ.items() if k != "HRAG_SERVER_URL"}
     env["HRAG_DATABASE_URL"] = db_url
     with log_path.open("wb") as log:
-        process = subprocess.Popen([sys.executable, "-m", "hrag_pg.cli", "serve", "--port", str(port)], cwd=ROOT,
+        process = subprocess.Popen([sys.executable, "-m", "hrag_pg", "serve", "--port", str(port)], cwd=ROOT,
                                    env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             url = f"http://127.0.0.1:{port}"

@@ -103,7 +103,7 @@ def hrag_cli(*args: str, server: str | None, database: str) -> subprocess.Comple
     env.update({"HRAG_DATABASE_URL": database, "COLUMNS": "200"})
     if server is not None:
         env["HRAG_SERVER_URL"] = server
-    return subprocess.run([sys.executable, "-m", "hrag_pg.cli", *args], cwd=ROOT, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "hrag_pg", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=120, check=False)
 
 

@@ -110,7 +110,7 @@ async def test_an_agent_answers_the_seed_cases_through_the_mcp_tools(examples_ur
     env = {**os.environ, "HRAG_DATABASE_URL": examples_url,
            "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     env.pop("HRAG_SERVER_URL", None)
-    server = StdioServerParameters(command=sys.executable, args=["-m", "hrag_pg.cli", "serve", "--mcp"],
+    server = StdioServerParameters(command=sys.executable, args=["-m", "hrag_pg", "serve", "--mcp"],
                                    cwd=str(ROOT), env=env)
     async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
         await agent_session(session)

@@ -28,7 +28,7 @@ def test_a_hint_names_the_venvs_hrag_when_path_does_not_find_it(tmp_path: Path,
     monkeypatch.setenv("PATH", f"{script.parent}:/usr/bin:/bin")
     assert typed_command() == "hrag"
     monkeypatch.setattr(sys, "argv", ["-c"])
-    assert typed_command().endswith(" -m hrag_pg.cli")
+    assert typed_command().endswith(" -m hrag_pg")
 
 
 def test_install_hints_name_extras_this_checkout_defines_and_no_package_index_name() -> None:

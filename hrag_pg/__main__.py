@@ -1,0 +1,5 @@
+"""``python -m hrag_pg``: the ``hrag`` command."""
+
+from .main import main
+
+main()
