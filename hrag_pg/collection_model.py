@@ -15,10 +15,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from . import statements
 from .embedding import ModelIdentity
 from .errors import ModelMismatchError
-
-_COLUMNS = "collection, model, dimension, fingerprint, query_prompt, passage_prompt, next_model"
 
 
 def _identity(row: Any) -> ModelIdentity:
@@ -39,19 +38,14 @@ def from_json(value: dict[str, Any]) -> ModelIdentity:
 def recorded(conn: sa.Connection, collections: Sequence[str] | None = None) -> dict[str, ModelIdentity]:
     """The recorded model of each given collection (all visible ones for None) that has one."""
     rows = conn.execute(
-        # (a collection whose documents were all deleted no longer exists: its record does not count)
-        sa.text(f"SELECT {_COLUMNS} FROM hrag.collection_models m "
-                "WHERE (CAST(:c AS text[]) IS NULL OR m.collection = ANY (CAST(:c AS text[]))) "
-                "  AND m.collection IN (SELECT d.collection FROM hrag.documents d) ORDER BY m.collection"),
-        {"c": list(collections) if collections is not None else None},
+        sa.text(statements.RECORDED_MODELS), {"c": list(collections) if collections is not None else None}
     ).all()
     return {r.collection: _identity(r) for r in rows}
 
 
 def pending(conn: sa.Connection, collection: str) -> ModelIdentity | None:
     """The model an unfinished reembed of ``collection`` switches to, if one is under way."""
-    value = conn.execute(sa.text("SELECT next_model FROM hrag.collection_models WHERE collection = :c"),
-                         {"c": collection}).scalar()
+    value = conn.execute(sa.text(statements.PENDING_MODEL), {"c": collection}).scalar()
     return from_json(value) if value else None
 
 
@@ -72,19 +66,10 @@ def claim(conn: sa.Connection, collection: str, identity: ModelIdentity) -> Mode
     """
     # A collection emptied of documents starts afresh: its old record goes.
     # (two statements: on Citus the documents are distributed and the records a reference table)
-    if not conn.execute(sa.text("SELECT EXISTS (SELECT 1 FROM hrag.documents WHERE collection = :c)"),
-                        {"c": collection}).scalar():
-        conn.execute(sa.text("DELETE FROM hrag.collection_models WHERE collection = :c AND next_model IS NULL"),
-                     {"c": collection})
-    conn.execute(
-        sa.text("INSERT INTO hrag.collection_models "
-                "(collection, model, dimension, fingerprint, query_prompt, passage_prompt) "
-                "VALUES (:c, :model, :dimension, :fingerprint, :query_prompt, :passage_prompt) "
-                "ON CONFLICT (collection) DO NOTHING"),
-        {"c": collection, **as_json(identity)},
-    )
-    row = conn.execute(sa.text(f"SELECT {_COLUMNS} FROM hrag.collection_models WHERE collection = :c FOR SHARE"),
-                       {"c": collection}).one()
+    if not conn.execute(sa.text(statements.COLLECTION_HAS_DOCUMENTS), {"c": collection}).scalar():
+        conn.execute(sa.text(statements.FORGET_MODEL_OF_EMPTY_COLLECTION), {"c": collection})
+    conn.execute(sa.text(statements.RECORD_MODEL), {"c": collection, **as_json(identity)})
+    row = conn.execute(sa.text(statements.CLAIMED_MODEL), {"c": collection}).one()
     stored = _identity(row)
     if not stored.matches(identity):
         raise mismatch(collection, stored, identity, "ingest")
@@ -93,12 +78,10 @@ def claim(conn: sa.Connection, collection: str, identity: ModelIdentity) -> Mode
 
 def start_switch(conn: sa.Connection, collection: str, target: ModelIdentity) -> None:
     """Mark ``collection`` as switching to ``target`` (a reembed under way; resumable)."""
-    conn.execute(sa.text("UPDATE hrag.collection_models SET next_model = CAST(:t AS jsonb) WHERE collection = :c"),
-                 {"c": collection, "t": json.dumps(as_json(target))})
+    conn.execute(sa.text(statements.START_MODEL_SWITCH), {"c": collection, "t": json.dumps(as_json(target))})
 
 
 def cancel_switch(conn: sa.Connection, collection: str) -> None:
     """Forget an unfinished reembed: its prepared vectors and the target model."""
-    conn.execute(sa.text("DELETE FROM hrag.reembed_documents WHERE collection = :c"), {"c": collection})
-    conn.execute(sa.text("UPDATE hrag.collection_models SET next_model = NULL WHERE collection = :c"),
-                 {"c": collection})
+    conn.execute(sa.text(statements.DELETE_PREPARED_COLLECTION), {"c": collection})
+    conn.execute(sa.text(statements.CANCEL_MODEL_SWITCH), {"c": collection})

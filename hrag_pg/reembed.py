@@ -34,7 +34,7 @@ import psycopg
 import sqlalchemy as sa
 from pgvector import Vector
 
-from . import collection_model
+from . import collection_model, statements
 from .embedding import Embedder, ModelIdentity, identity_of
 from .errors import HragError
 from .ingest.flatten import _sha, document_hash, embedding_text
@@ -150,7 +150,7 @@ class Reembedder:
             self._prepare_all(report)
             try:
                 with self.engine.begin() as conn:
-                    report.switched = int(conn.execute(sa.text("SELECT hrag.finish_reembed(:c)"),
+                    report.switched = int(conn.execute(sa.text(statements.FINISH_REEMBED),
                                                        {"c": self.collection}).scalar() or 0)
                 break
             except sa.exc.DBAPIError as exc:
@@ -164,12 +164,8 @@ class Reembedder:
 
     def _prepare_all(self, report: ReembedReport) -> None:
         with self.engine.connect() as conn:
-            documents = conn.execute(sa.text(
-                "SELECT d.id, d.source, (r.document_id IS NOT NULL AND r.document_hash = d.content_hash "
-                "                        AND r.fingerprint = :fp) AS ready "
-                "  FROM hrag.documents d LEFT JOIN hrag.reembed_documents r ON r.document_id = d.id "
-                " WHERE d.collection = :c ORDER BY d.source"),
-                {"c": self.collection, "fp": self.identity.fingerprint}).all()
+            documents = conn.execute(sa.text(statements.REEMBED_DOCUMENTS),
+                                     {"c": self.collection, "fp": self.identity.fingerprint}).all()
         report.documents = len(documents)
         todo = [d for d in documents if not d.ready]
         report.resumed = max(report.resumed, report.documents - len(todo) - report.prepared)
@@ -183,38 +179,32 @@ class Reembedder:
         """One document's new values, in one transaction; returns the texts embedded."""
         with self.engine.begin() as conn:
             # the writers' lock on this source: a concurrent ingest of it waits, or we wait for it
-            conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
-                         {"key": f"hrag\x1f{self.collection}\x1f{source}"})
-            document = conn.execute(sa.text("SELECT content_hash, title, metadata FROM hrag.documents WHERE id = :id"),
+            conn.execute(sa.text(statements.LOCK_SOURCE), {"key": f"hrag\x1f{self.collection}\x1f{source}"})
+            document = conn.execute(sa.text(statements.DOCUMENT_HASH_TITLE_AND_METADATA),
                                     {"id": document_id}).first()
             if document is None:
                 return 0  # deleted meanwhile
             rows = [_Row(r.id, r.parent_id, r.kind, list(r.heading_path), r.content, r.separator, r.metadata,
                          r.seq, r.subtree_end, r.is_target, r.content_hash)
-                    for r in conn.execute(sa.text(
-                        "SELECT id, parent_id, kind, heading_path, content, separator, metadata, seq, subtree_end, "
-                        "       embedding IS NOT NULL AS is_target, content_hash "
-                        "  FROM hrag.nodes WHERE document_id = :id ORDER BY seq"), {"id": document_id})]
+                    for r in conn.execute(sa.text(statements.REEMBED_SOURCE_NODES), {"id": document_id})]
             counter = CachedCounter(self.embedder.token_counter)
             values, embed_texts = new_values(rows, counter, self.model_key)
             unique = list(dict.fromkeys(embed_texts.values()))
             vectors = dict(zip(unique, self.embedder.embed(unique), strict=True)) if unique else {}
             root = rows[0] if rows else None
-            conn.execute(sa.text("DELETE FROM hrag.reembed_documents WHERE document_id = :id"), {"id": document_id})
+            conn.execute(sa.text(statements.DELETE_PREPARED_DOCUMENT), {"id": document_id})
             # the hash a fresh ingest with the new model would give, so re-ingesting it finds it unchanged
             new_hash = document_hash(document.title, document.metadata,
                                      [(r.id, r.parent_id, values[r.id][2], r.separator, r.metadata) for r in rows])
-            conn.execute(sa.text(
-                "INSERT INTO hrag.reembed_documents (document_id, collection, fingerprint, document_hash, "
-                "new_document_hash, total_tokens) VALUES (:id, :c, :fp, :h, :new, :t)"),
+            conn.execute(
+                sa.text(statements.INSERT_PREPARED_DOCUMENT),
                 {"id": document_id, "c": self.collection, "fp": self.identity.fingerprint,
                  "h": document.content_hash, "new": new_hash, "t": values[root.id][1] if root else 0})
             driver = conn.connection.driver_connection
             assert isinstance(driver, psycopg.Connection)
             with driver.cursor() as cur:
                 cur.executemany(
-                    "INSERT INTO hrag.reembed_nodes (document_id, node_id, collection, embedding, token_count, "
-                    "subtree_tokens, content_hash) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    statements.INSERT_PREPARED_NODES,
                     [(document_id, r.id, self.collection,
                       Vector(vectors[embed_texts[r.id]]) if r.id in embed_texts else None,
                       *values[r.id]) for r in rows])

@@ -2,7 +2,8 @@
 
 Other modules touch hrag's tables too, each for one purpose: the SQL
 statements of the read path live in :mod:`hrag_pg.queries` (shared with the
-async reads of :mod:`hrag_pg.async_repository`); :mod:`hrag_pg.migrate`,
+async reads of :mod:`hrag_pg.async_repository`), the ones this module sends
+to write and administer in :mod:`hrag_pg.statements`; :mod:`hrag_pg.migrate`,
 :mod:`hrag_pg.schema_sql` and the Alembic environment create and check the
 schema; :mod:`hrag_pg.db` reads ``hrag.config`` to check the installation.
 
@@ -40,7 +41,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from sqlalchemy.engine import Engine
 
-from . import collection_model, migrate, queries
+from . import collection_model, migrate, queries, statements
 from .argument_limits import check_node_id
 from .db import connection_error, operational_error, reconnect_failed, unpinged_checkout
 from .embedding import Embedder, ModelIdentity, check_vectors, identity_of
@@ -55,31 +56,17 @@ from .errors import (
 )
 from .ingest.flatten import FILE_PATH_KEY, FlatDocument
 from .models import IngestResult, Node
+from .statements import NODE_SHAPE_COLUMNS, NODE_TEXT_COLUMNS, NODE_TYPES
 
 #: Progress callback: (stage, done, total).
 Progress = Callable[[str, int, int], None]
 
-_NODE_COLUMNS = (
-    "id", "document_id", "collection", "parent_id", "depth", "position", "kind", "title",
-    "heading_path", "content", "token_count", "child_count", "seq", "subtree_end",
-    "content_hash", "embedding", "metadata", "subtree_tokens", "separator",
-)
-_NODE_TYPES = (
-    "uuid", "uuid", "text", "uuid", "int4", "int4", "text", "text",
-    "text[]", "text", "int4", "int4", "int4", "int4",
-    "text", "vector", "jsonb", "int4", "text",
-)
+#: Rows per COPY chunk: progress is reported (and ``after_chunk`` called) after each.
 COPY_CHUNK = 2000
 
 
-#: The columns that place a node in its tree; if none changes, a rewrite is an in-place update.
-_SHAPE_COLUMNS = ["parent_id", "depth", "position", "seq", "subtree_end", "child_count"]
-#: The columns an in-place update rewrites.
-_TEXT_COLUMNS = ["kind", "title", "heading_path", "content", "token_count", "content_hash", "metadata",
-                 "subtree_tokens", "separator"]
-
-
 def _text_values(n: Any, *, json: bool = False) -> tuple[Any, ...]:
+    """A node's values of ``NODE_TEXT_COLUMNS``, in their order."""
     return (n.kind, n.title, list(n.heading_path), n.content, n.token_count, n.content_hash,
             Jsonb(n.metadata) if json else n.metadata, n.subtree_tokens, n.separator)
 
@@ -96,8 +83,8 @@ def _same_shape(doc: FlatDocument, old_rows: dict[uuid.UUID, tuple[Any, ...]]) -
         return False
     for n in doc.nodes:
         old = old_rows.get(n.id)
-        if old is None or old[:len(_SHAPE_COLUMNS)] != (n.parent_id, n.depth, n.position, n.seq,
-                                                       n.subtree_end, n.child_count):
+        if old is None or old[:len(NODE_SHAPE_COLUMNS)] != (n.parent_id, n.depth, n.position, n.seq,
+                                                            n.subtree_end, n.child_count):
             return False
     return True
 
@@ -145,8 +132,7 @@ class Repository:
         """Whether the schema records collection models (revision 0025 on; the migration tests write
         documents at earlier revisions through this class)."""
         if self._has_model_records is None:
-            self._has_model_records = bool(conn.execute(
-                sa.text("SELECT to_regclass('hrag.collection_models') IS NOT NULL")).scalar())
+            self._has_model_records = bool(conn.execute(sa.text(statements.COLLECTION_MODELS_TABLE_EXISTS)).scalar())
         return self._has_model_records
 
     # ------------------------------------------------------------ installation
@@ -180,10 +166,7 @@ class Repository:
 
     @staticmethod
     def _lock_source(conn: sa.Connection, collection: str, source: str) -> None:
-        conn.execute(
-            sa.text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
-            {"key": f"hrag\x1f{collection}\x1f{source}"},
-        )
+        conn.execute(sa.text(statements.LOCK_SOURCE), {"key": f"hrag\x1f{collection}\x1f{source}"})
 
     def write_document(
         self,
@@ -222,8 +205,7 @@ class Repository:
             if replaces is not None and replaces != doc.source:
                 result = self._write_locked(conn, doc, embedder, dim, progress, after_chunk, True, started,
                                             lend_from=replaces)
-                conn.execute(sa.text("DELETE FROM hrag.documents WHERE collection = :c AND source = :s"),
-                             {"c": doc.collection, "s": replaces})
+                conn.execute(sa.text(statements.DELETE_SOURCE), {"c": doc.collection, "s": replaces})
                 return result
             return self._write_locked(conn, doc, embedder, dim, progress, after_chunk, force, started)
 
@@ -231,12 +213,11 @@ class Repository:
                       progress: Progress | None, after_chunk: Callable[[int], None] | None, force: bool,
                       started: float, lend_from: str | None = None) -> IngestResult:
         """The body of :meth:`write_document`, inside its transaction and locks."""
-        existing, stored_metadata = conn.execute(
-            sa.text("SELECT content_hash, metadata FROM hrag.documents WHERE id = :id"), {"id": doc.id}
-        ).first() or (None, None)
+        existing, stored_metadata = conn.execute(sa.text(statements.DOCUMENT_HASH_AND_METADATA),
+                                                 {"id": doc.id}).first() or (None, None)
         if existing == doc.content_hash and not force:
             if stored_metadata != json.loads(_json(doc.metadata)):  # only the recorded file moved (FILE_PATH_KEY)
-                conn.execute(sa.text("UPDATE hrag.documents SET metadata = CAST(:metadata AS jsonb) WHERE id = :id"),
+                conn.execute(sa.text(statements.UPDATE_DOCUMENT_METADATA),
                              {"id": doc.id, "metadata": _json(doc.metadata)})
             return IngestResult(
                 source=doc.source, collection=doc.collection, document_id=doc.id, status="unchanged",
@@ -250,25 +231,17 @@ class Repository:
         # (binary=True: the stored embeddings arrive as raw floats; parsing each one's text
         # form took about a third of re-ingesting an edited file)
         if existing is not None:
-            for row in _driver(conn).execute(
-                f"SELECT id, {', '.join(_SHAPE_COLUMNS + _TEXT_COLUMNS)}, embedding "
-                "FROM hrag.nodes WHERE document_id = %s",
-                (doc.id,), binary=True,
-            ):
+            for row in _driver(conn).execute(statements.STORED_NODES, (doc.id,), binary=True):
                 old_rows[row[0]] = row[1:-1]
                 if row[-1] is not None:
-                    stored[row[len(_SHAPE_COLUMNS) + _TEXT_COLUMNS.index("content_hash") + 1]] = row[-1]
+                    stored[row[len(NODE_SHAPE_COLUMNS) + NODE_TEXT_COLUMNS.index("content_hash") + 1]] = row[-1]
                 else:
                     unembedded.add(row[0])
         if lend_from is not None:
             # Embeddings keyed by the hash of the embedded text (heading path + content, not the
             # source name), so a renamed document's unchanged children keep theirs.
-            for content_hash, embedding in _driver(conn).execute(
-                "SELECT n.content_hash, n.embedding FROM hrag.nodes n JOIN hrag.documents d "
-                "ON d.id = n.document_id WHERE d.collection = %s AND d.source = %s "
-                "AND n.embedding IS NOT NULL",
-                (doc.collection, lend_from), binary=True,
-            ):
+            for content_hash, embedding in _driver(conn).execute(statements.LENT_EMBEDDINGS,
+                                                                 (doc.collection, lend_from), binary=True):
                 stored.setdefault(content_hash, embedding)
 
         targets = doc.search_targets
@@ -278,19 +251,7 @@ class Repository:
         fresh = dict(zip(missing, vectors, strict=True))
 
         conn.execute(
-            sa.text(
-                """
-                INSERT INTO hrag.documents AS d (id, collection, source, title, content_hash, metadata)
-                VALUES (:id, :collection, :source, :title, :hash, CAST(:metadata AS jsonb))
-                ON CONFLICT (id) DO UPDATE
-                   SET title = EXCLUDED.title,
-                       content_hash = EXCLUDED.content_hash,
-                       metadata = EXCLUDED.metadata,
-                       -- the proposed row's default, now(): Citus refuses
-                       -- non-immutable functions in DO UPDATE SET
-                       updated_at = EXCLUDED.updated_at
-                """
-            ),
+            sa.text(statements.UPSERT_DOCUMENT),
             {"id": doc.id, "collection": doc.collection, "source": doc.source, "title": doc.title,
              "hash": doc.content_hash, "metadata": _json(doc.metadata)},
         )
@@ -299,10 +260,10 @@ class Repository:
             # so unchanged children keep their rows and their HNSW entries.
             self._update_changed(conn, doc, old_rows, stored, fresh, unembedded)
         else:
-            conn.execute(sa.text("DELETE FROM hrag.nodes WHERE document_id = :id"), {"id": doc.id})
+            conn.execute(sa.text(statements.DELETE_DOCUMENT_NODES), {"id": doc.id})
             self._copy_nodes(conn, doc, stored, fresh, progress, after_chunk)
         # The lexical statistics (IDF) change with the rows, in the same transaction.
-        conn.execute(sa.text("SELECT hrag.refresh_document_terms(:id)"), {"id": doc.id})
+        conn.execute(sa.text(statements.REFRESH_DOCUMENT_TERMS), {"id": doc.id})
 
         return IngestResult(
             source=doc.source, collection=doc.collection, document_id=doc.id,
@@ -315,14 +276,13 @@ class Repository:
     def _update_changed(conn: sa.Connection, doc: FlatDocument, old_rows: dict[uuid.UUID, tuple[Any, ...]],
                         stored: dict[str, np.ndarray], fresh: dict[str, np.ndarray],
                         unembedded: set[uuid.UUID]) -> None:
-        shape = len(_SHAPE_COLUMNS)
+        shape = len(NODE_SHAPE_COLUMNS)
         # A search target whose stored row lost its embedding is rewritten even if its text is
         # unchanged: that is what `hrag ingest --force` repairs.
         changed = [n for n in doc.nodes if _text_values(n) != _comparable(old_rows[n.id][shape:])
                    or (n.embed_text is not None and n.id in unembedded)]
         if not changed:
             return
-        assignments = ", ".join(f"{c} = %s" for c in _TEXT_COLUMNS)
         rows = []
         for n in changed:
             embedding = None
@@ -332,10 +292,7 @@ class Repository:
                     embedding = fresh[n.embed_text]
             rows.append((*_text_values(n, json=True), embedding, doc.id, n.id))
         with _driver(conn).cursor() as cur:
-            # keyed by (document_id, id): on Citus, each update goes to the one shard holding the document
-            cur.executemany(
-                f"UPDATE hrag.nodes SET {assignments}, embedding = %s WHERE document_id = %s AND id = %s", rows
-            )
+            cur.executemany(statements.UPDATE_NODE_TEXT, rows)
 
     @staticmethod
     def _embed(embedder: Embedder, texts: list[str], dim: int, progress: Progress | None) -> list[np.ndarray]:
@@ -367,19 +324,15 @@ class Repository:
         progress: Progress | None, after_chunk: Callable[[int], None] | None,
     ) -> None:
         total = len(doc.nodes)
-        columns = ", ".join(_NODE_COLUMNS)
         with _driver(conn).cursor() as cur:
-            # PostgreSQL refuses COPY FROM into a table whose row-level security applies
-            # to the current user (a tenant role made with can_write): such writers COPY
-            # into a temporary table and INSERT ... SELECT from it, so the policies'
-            # WITH CHECK still judges every row.
-            rls = cur.execute("SELECT row_security_active('hrag.nodes')").fetchone()[0]  # type: ignore[index]
-            target = "hrag.nodes"
+            # Under row-level security, COPY goes to a temporary table first (see statements.py).
+            rls = cur.execute(statements.NODES_ROW_SECURITY_ACTIVE).fetchone()[0]  # type: ignore[index]
+            copy_nodes = statements.COPY_NODES
             if rls:
-                cur.execute("CREATE TEMP TABLE hrag_nodes_in (LIKE hrag.nodes INCLUDING DEFAULTS) ON COMMIT DROP")
-                target = "hrag_nodes_in"
-            with cur.copy(f"COPY {target} ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
-                copy.set_types(list(_NODE_TYPES))
+                cur.execute(statements.CREATE_STAGED_NODES)
+                copy_nodes = statements.COPY_STAGED_NODES
+            with cur.copy(copy_nodes) as copy:
+                copy.set_types(list(NODE_TYPES))
                 for i, n in enumerate(doc.nodes, start=1):
                     embedding = None
                     if n.embed_text is not None:
@@ -397,23 +350,19 @@ class Repository:
                         if after_chunk:
                             after_chunk(i)
             if rls:
-                cur.execute(f"INSERT INTO hrag.nodes ({columns}) SELECT {columns} FROM hrag_nodes_in")
+                cur.execute(statements.INSERT_STAGED_NODES)
 
     def write_rows_only(self, doc: FlatDocument, vectors: dict[str, np.ndarray]) -> None:
         """Write a document whose embeddings are precomputed (benchmarks of the write path)."""
         with self.engine.begin() as conn:
             self._lock_source(conn, doc.collection, doc.source)
             conn.execute(
-                sa.text(
-                    "INSERT INTO hrag.documents (id, collection, source, title, content_hash) "
-                    "VALUES (:id, :c, :s, :t, :h) ON CONFLICT (id) DO UPDATE "
-                    "SET content_hash = EXCLUDED.content_hash"
-                ),
+                sa.text(statements.UPSERT_DOCUMENT_HASH),
                 {"id": doc.id, "c": doc.collection, "s": doc.source, "t": doc.title, "h": doc.content_hash},
             )
-            conn.execute(sa.text("DELETE FROM hrag.nodes WHERE document_id = :id"), {"id": doc.id})
+            conn.execute(sa.text(statements.DELETE_DOCUMENT_NODES), {"id": doc.id})
             self._copy_nodes(conn, doc, {}, vectors, None, None)
-            conn.execute(sa.text("SELECT hrag.refresh_document_terms(:id)"), {"id": doc.id})
+            conn.execute(sa.text(statements.REFRESH_DOCUMENT_TERMS), {"id": doc.id})
 
     @contextmanager
     def vector_index_suspended(self, *, maintenance_work_mem: str = "1GB") -> Iterator[None]:
@@ -432,9 +381,9 @@ class Repository:
         # rebuild it while the first still loads).  It waits up to BULK_LOCK_WAIT, then fails clearly.
         lock = self.engine.connect()
         try:
-            lock.execute(sa.text("SELECT set_config('lock_timeout', :t, true)"), {"t": BULK_LOCK_WAIT})
+            lock.execute(sa.text(statements.SET_LOCK_TIMEOUT), {"t": BULK_LOCK_WAIT})
             try:
-                lock.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": BULK_LOCK_KEY})
+                lock.execute(sa.text(statements.LOCK_BULK_LOAD), {"k": BULK_LOCK_KEY})
             except sa.exc.OperationalError as exc:
                 raise IngestError(
                     f"another bulk load is running on this database (waited {BULK_LOCK_WAIT}); "
@@ -444,28 +393,24 @@ class Repository:
             with self.engine.begin() as conn:
                 # The index as it is (its definition is rebuilt as it was), or none: a bulk load that
                 # was killed before rebuilding it leaves none, and this one rebuilds the schema's.
-                definition = conn.execute(
-                    sa.text("SELECT pg_get_indexdef(to_regclass('hrag.nodes_embedding_hnsw_idx'))")
-                ).scalar_one()
+                definition = conn.execute(sa.text(statements.VECTOR_INDEX_DEFINITION)).scalar_one()
                 # ... or an invalid one (a rebuild that was interrupted): useless, and in the way.
-                conn.execute(sa.text("SELECT hrag._drop_invalid_vector_indexes()"))
-                conn.execute(sa.text("DROP INDEX IF EXISTS hrag.nodes_embedding_hnsw_idx"))
+                conn.execute(sa.text(statements.DROP_INVALID_VECTOR_INDEXES))
+                conn.execute(sa.text(statements.DROP_VECTOR_INDEX))
             try:
                 yield
             finally:
                 with self.engine.begin() as conn:
-                    conn.execute(sa.text("SELECT set_config('maintenance_work_mem', :m, true)"),
-                                 {"m": maintenance_work_mem})
-                    conn.execute(sa.text("SELECT set_config('max_parallel_maintenance_workers', '2', true)"))
-                    conn.execute(sa.text(definition or "SELECT hrag._create_vector_index()"))
+                    conn.execute(sa.text(statements.SET_MAINTENANCE_WORK_MEM), {"m": maintenance_work_mem})
+                    conn.execute(sa.text(statements.SET_PARALLEL_MAINTENANCE_WORKERS))
+                    conn.execute(sa.text(definition or statements.CREATE_VECTOR_INDEX))
                 # Fresh statistics right away: until autovacuum analyzes the table, the planner
                 # misjudges the freshly loaded rows and retrieval is several times slower.
                 with self.engine.begin() as conn:
-                    conn.execute(sa.text("ANALYZE hrag.nodes, hrag.documents, hrag.document_terms, "
-                                         "hrag.collection_terms, hrag.collection_sizes"))
+                    conn.execute(sa.text(statements.ANALYZE_TABLES))
         finally:
             with contextlib.suppress(sa.exc.SQLAlchemyError):
-                lock.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": BULK_LOCK_KEY})
+                lock.execute(sa.text(statements.UNLOCK_BULK_LOAD), {"k": BULK_LOCK_KEY})
                 lock.commit()
             lock.close()
 
@@ -477,7 +422,7 @@ class Repository:
         """
         try:
             with self._reading() as conn:
-                return str(conn.execute(sa.text("SELECT hrag._vector_index_state()")).scalar_one())
+                return str(conn.execute(sa.text(statements.VECTOR_INDEX_STATE)).scalar_one())
         except (sa.exc.SQLAlchemyError, HragError):
             if default is None:
                 raise
@@ -487,33 +432,24 @@ class Repository:
         """Delete a document and its whole tree; False if there was none."""
         with self._writing() as conn:
             self._lock_source(conn, collection, source)
-            deleted = conn.execute(
-                sa.text("DELETE FROM hrag.documents WHERE collection = :c AND source = :s RETURNING id"),
-                {"c": collection, "s": source},
-            ).fetchall()
+            deleted = conn.execute(sa.text(statements.DELETE_SOURCE_RETURNING_ID),
+                                   {"c": collection, "s": source}).fetchall()
         return bool(deleted)
 
     # ------------------------------------------------------------------- reads
 
     def sources(self, collection: str | None = None) -> list[dict[str, Any]]:
         """What is stored: source, collection, document id, node count, last update, metadata."""
-        return self.fetch(
-            "SELECT d.source, d.collection, d.id AS document_id, d.updated_at, d.metadata, "
-            "       (SELECT count(*) FROM hrag.nodes n WHERE n.document_id = d.id) AS nodes "
-            "  FROM hrag.documents d WHERE %(c)s::text IS NULL OR d.collection = %(c)s::text "
-            " ORDER BY d.collection, d.source", {"c": collection})
+        return self.fetch(statements.SOURCES, {"c": collection})
 
     def file_paths(self, collection: str) -> dict[str, str]:
         """The file each document of ``collection`` was ingested from, where one was recorded."""
-        rows = self.fetch(
-            "SELECT d.source, d.metadata->>%(k)s AS file_path FROM hrag.documents d "
-            " WHERE d.collection = %(c)s AND d.metadata ? %(k)s", {"c": collection, "k": FILE_PATH_KEY})
+        rows = self.fetch(statements.FILE_PATHS, {"c": collection, "k": FILE_PATH_KEY})
         return {r["source"]: r["file_path"] for r in rows if r["file_path"]}
 
     def collections_of(self, source: str) -> list[str]:
         """The collections holding a document named ``source`` (for "not in that collection" errors)."""
-        rows = self.fetch("SELECT collection FROM hrag.documents WHERE source = %(s)s ORDER BY collection",
-                           {"s": source})
+        rows = self.fetch(statements.COLLECTIONS_OF_SOURCE, {"s": source})
         return [r["collection"] for r in rows]
 
     @contextmanager
@@ -614,42 +550,28 @@ class Repository:
     def node_text(self, node_id: uuid.UUID) -> str | None:
         node_id = check_node_id(node_id)
         with self._reading() as conn:
-            return conn.execute(sa.text("SELECT hrag.node_text(:id)"), {"id": node_id}).scalar()
+            return conn.execute(sa.text(statements.NODE_TEXT), {"id": node_id}).scalar()
 
     def get_node(self, node_id: uuid.UUID) -> Node | None:
         node_id = check_node_id(node_id)
         with self._reading() as conn:
-            row = conn.execute(
-                sa.text(
-                    "SELECT id, document_id, parent_id, collection, depth, position, kind, title, heading_path, "
-                    "content, token_count, child_count, metadata FROM hrag.nodes WHERE id = :id"
-                ),
-                {"id": node_id},
-            ).mappings().first()
+            row = conn.execute(sa.text(statements.NODE_BY_ID), {"id": node_id}).mappings().first()
         return Node(**row) if row else None
 
     def children(self, node_id: uuid.UUID) -> list[Node]:
         node_id = check_node_id(node_id)
         with self._reading() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT id, document_id, parent_id, collection, depth, position, kind, title, heading_path, "
-                    "content, token_count, child_count, metadata FROM hrag.nodes "
-                    "WHERE parent_id = :id ORDER BY position"
-                ),
-                {"id": node_id},
-            ).mappings().all()
+            rows = conn.execute(sa.text(statements.CHILD_NODES), {"id": node_id}).mappings().all()
         return [Node(**row) for row in rows]
 
     def check_integrity(self) -> list[dict[str, Any]]:
         """Problems found by ``hrag.check_integrity()`` (empty when healthy)."""
-        return self.fetch("SELECT problem, document_id, node_id, detail FROM hrag.check_integrity() "
-                           "ORDER BY problem, document_id, node_id", {})
+        return self.fetch(statements.INTEGRITY_PROBLEMS, {})
 
     def repair_integrity(self) -> dict[str, int]:
         """Recompute child counts, ordering ranges and depths; returns how many were fixed per kind."""
         with self._writing() as conn:
-            rows = conn.execute(sa.text("SELECT problem, fixed FROM hrag.repair_integrity()")).all()
+            rows = conn.execute(sa.text(statements.REPAIR_INTEGRITY)).all()
         return {problem: int(fixed) for problem, fixed in rows}
 
     def collections(self) -> list[str]:
@@ -658,24 +580,8 @@ class Repository:
 
     def stats(self) -> dict[str, Any]:
         with self._reading() as conn:
-            per_collection = conn.execute(
-                sa.text(
-                    """
-                    SELECT d.collection,
-                           count(DISTINCT d.id) AS documents,
-                           count(n.id) AS nodes,
-                           count(n.embedding) AS embedded,
-                           coalesce(sum(length(n.content)), 0) AS characters
-                      FROM hrag.documents d LEFT JOIN hrag.nodes n ON n.document_id = d.id
-                     GROUP BY d.collection ORDER BY d.collection
-                    """
-                )
-            ).mappings().all()
-            size = conn.execute(
-                sa.text(
-                    "SELECT pg_total_relation_size('hrag.nodes') + pg_total_relation_size('hrag.documents')"
-                )
-            ).scalar()
+            per_collection = conn.execute(sa.text(statements.COLLECTION_STATS)).mappings().all()
+            size = conn.execute(sa.text(statements.STORED_BYTES)).scalar()
             models = collection_model.recorded(conn)
         return {
             "embedding_dim": self.embedding_dim(),
