@@ -73,7 +73,7 @@ ALTER FUNCTION hrag.retrieve_hits(uuid[], real[], integer) ROWS 10;
 COMMENT ON FUNCTION hrag.retrieve_hits(uuid[], real[], integer) IS
     'The best non-overlapping context within max_tokens for hits from anywhere, with why each node was chosen';
 
--- hrag._retrieve_hits (last changed in revision 0029)
+-- hrag._retrieve_hits (last changed in revision 0031)
 -- The choice.  Every node on a hit's path to its root is a candidate, valued
 -- by the evidence under it (hit weights exp((score - best) / sharpness), on
 -- search_hybrid's calibrated scale, where 0 is the question's background
@@ -83,9 +83,11 @@ COMMENT ON FUNCTION hrag.retrieve_hits(uuid[], real[], integer) IS
 -- evidence for a merge, and a node that is not a hit is a candidate only as
 -- a merge: two or more such hits covering merge_share of its tokens and,
 -- above the level of leaves, merge_ratio of its children (auto-merge's
--- levels: a chapter is not merged because one article is hit).  So a
--- narrow question ends at its item or article, a broad one at its article,
--- whatever the collection's size.  Candidates are taken greedily, a node
+-- levels: a chapter is not merged because one article is hit), and only if
+-- its evidence is spread: its second-best child holds merge_balance of its
+-- best child's (a chapter is not merged around the one article that holds
+-- nearly all of its evidence).  So a narrow question ends at its item or
+-- article, a broad one at its article, whatever the collection's size.  Candidates are taken greedily, a node
 -- replacing the taken nodes inside it; the best hits keep room in the
 -- budget, and a passage is taken only while what it adds is worth its
 -- tokens: the budget is a ceiling, not a target.  The constants are
@@ -109,6 +111,10 @@ DECLARE
     -- is no candidate
     merge_share   double precision := hrag._setting('hrag.auto_merge_share', 0.25);
     merge_ratio   double precision := hrag._setting('hrag.auto_merge_ratio', 0.5);
+    -- ... and the evidence of its second-best child at least this share of
+    -- its best child's (children that are groups, which ingestion made and
+    -- no author wrote, do not count as a level)
+    merge_balance double precision := hrag._setting('hrag.auto_merge_balance', 0.3);
     -- the best this many hits keep room in the budget (the reserved hits)
     reserved      integer := least(greatest(hrag._setting('hrag.auto_reserved_hits', 2), 0), 1000)::integer;
     -- what a passage must be worth to be taken, in the evidence of the best
@@ -164,6 +170,7 @@ DECLARE
     c_leaves      boolean[];
     c_voted       integer[];
     c_child_count integer[];
+    c_balanced    boolean[];
     voted_merges  integer;
     covered       integer[];
     k             integer;
@@ -233,6 +240,13 @@ BEGIN
          WHERE h.node_id = ANY (voter_ids)
             OR (h.node_id = ANY (sibling_ids)
                 AND h.parent IN (SELECT s.parent FROM hit_parents s WHERE s.node_id = ANY (voter_ids)))
+    ),
+    -- the candidates that are groups (kind 'group': hrag_pg.ingest.groups)
+    groups AS MATERIALIZED (
+        SELECT n.id
+          FROM cands c
+          JOIN hrag.nodes n ON n.document_id = c.document_id AND n.id = c.node_id
+         WHERE c.child_count > 0 AND n.kind = 'group'
     )
     SELECT coalesce(array_agg(x.node_id ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id), '{}'),
            array_agg(x.document_id ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id),
@@ -248,10 +262,12 @@ BEGIN
            array_agg(x.depth ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id),
            array_agg(x.leaves ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id),
            array_agg(x.voted::integer ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id),
-           array_agg(x.child_count ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id)
+           array_agg(x.child_count ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id),
+           array_agg(x.grouped OR x.second_evidence >= merge_balance * x.best_evidence
+                     ORDER BY x.priority DESC, x.best DESC, x.depth DESC, x.node_id)
       INTO c_node, c_doc, c_evidence, c_seq, c_end, c_tokens, c_priority, c_single_hit, c_children, c_merge,
-           c_is_hit, c_depth, c_leaves, c_voted, c_child_count
-      FROM (SELECT cand.*, k.leaves, k.voted,
+           c_is_hit, c_depth, c_leaves, c_voted, c_child_count, c_balanced
+      FROM (SELECT cand.*, k.leaves, k.voted, k.grouped, k.best_evidence, k.second_evidence,
                    -- its voting hits cover enough of it (the levels are checked below)
                    NOT (cand.node_id = ANY (hit_ids))
                    AND v.voters >= 2 AND v.voter_tokens >= merge_share * greatest(cand.subtree_tokens, 1) AS covered,
@@ -263,12 +279,16 @@ BEGIN
                     FROM voters h
                    WHERE h.document_id = cand.document_id AND h.seq BETWEEN cand.seq AND cand.subtree_end) AS v
               -- its children on the hits' paths (the candidates a level down
-              -- inside it): whether they are leaves, and how many hold a voting hit
+              -- inside it): whether they are leaves, how many hold a voting hit,
+              -- whether any is a group, and the evidence of the best two
               CROSS JOIN LATERAL (
                   SELECT coalesce(bool_and(c.child_count = 0), true) AS leaves,
                          count(*) FILTER (WHERE EXISTS (
                              SELECT 1 FROM voters h
-                              WHERE h.document_id = c.document_id AND h.seq BETWEEN c.seq AND c.subtree_end)) AS voted
+                              WHERE h.document_id = c.document_id AND h.seq BETWEEN c.seq AND c.subtree_end)) AS voted,
+                         coalesce(bool_or(c.node_id IN (SELECT g.id FROM groups g)), false) AS grouped,
+                         coalesce(max(c.evidence), 0) AS best_evidence,
+                         coalesce((array_agg(c.evidence ORDER BY c.evidence DESC))[2], 0) AS second_evidence
                     FROM cands c
                    WHERE c.document_id = cand.document_id AND c.depth = cand.depth + 1
                      AND c.seq BETWEEN cand.seq AND cand.subtree_end) AS k) AS x
@@ -279,7 +299,8 @@ BEGIN
     -- The levels, bottom-up: above the nodes whose hit children are leaves, a
     -- node is a merge only if voting hits lie in merge_ratio of its children
     -- and in two of them, or in its one child that is a merge itself (a
-    -- document of one chapter is merged only if the chapter is).
+    -- document of one chapter is merged only if the chapter is), and its
+    -- evidence is spread over its children (merge_balance).
     -- (only the covered candidates can be merges: the loops run over them, deepest first)
     covered := ARRAY(SELECT i FROM generate_subscripts(c_node, 1) AS i WHERE c_merge[i] ORDER BY c_depth[i] DESC);
     FOREACH k IN ARRAY covered LOOP
@@ -291,7 +312,8 @@ BEGIN
                 voted_merges := voted_merges + 1;
             END IF;
         END LOOP;
-        c_merge[k] := c_voted[k] >= merge_ratio * c_child_count[k] AND (c_voted[k] >= 2 OR voted_merges >= 1);
+        c_merge[k] := c_voted[k] >= merge_ratio * c_child_count[k] AND (c_voted[k] >= 2 OR voted_merges >= 1)
+                      AND c_balanced[k];
     END LOOP;
 
     -- The reserved hits: the best `reserved` hits among the candidates, in

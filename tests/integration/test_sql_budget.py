@@ -144,16 +144,18 @@ def _short_regulation() -> Spec:
 
 
 def test_one_article_hit_in_a_short_chapter_is_taken_without_its_chapter(conn: psycopg.Connection) -> None:
-    """A broad question about one article: its three items score high, one item elsewhere votes too,
-    and in a collection this small the rest of the chapter is hit weakly (hits counted by rank).
+    """A broad question about one article: its three items score high, two items of another article
+    nearly as high, and in a collection this small the rest of the chapter is hit weakly (hits
+    counted by rank).
 
-    The voting hits cover a third of the chapter's tokens, which made the chapter a merge whatever
-    its articles said; above the level of leaves a merge needs voting hits in half its children
-    (auto-merge's levels), and two of five articles hold them, so the article is the unit.
+    The voting hits cover a third of the chapter's tokens, and its two hit articles share its
+    evidence, which made the chapter a merge whatever its articles said; above the level of
+    leaves a merge needs voting hits in half its children (auto-merge's levels), and two of
+    five articles hold them, so the article is the unit.
     """
     built = insert_tree(conn, _short_regulation())
     key_of = {v: k for k, v in built.ids.items()}
-    hits = {"a10.0": 0.70, "a10.1": 0.68, "a10.2": 0.66, "a0.0": 0.45,
+    hits = {"a10.0": 0.70, "a10.1": 0.68, "a10.2": 0.66, "a0.0": 0.66, "a0.1": 0.64,
             "a20.1": 0.30, "a30.2": 0.29, "a40.0": 0.28, "a0.2": 0.27}
     sql = "SELECT node_id, merged_from FROM hrag.retrieve_hits(%s, %s::real[], 2000)"
     params = ([built.ids[k] for k in hits], list(hits.values()))
@@ -164,6 +166,59 @@ def test_one_article_hit_in_a_short_chapter_is_taken_without_its_chapter(conn: p
 
     conn.execute("SET hrag.auto_merge_ratio = 0")  # without the levels: the chapter (or all of it), for one article
     assert {"ch", "rules"} & {key_of[r[0]] for r in conn.execute(sql, params)}
+
+
+def test_a_chapter_is_not_merged_around_the_one_article_that_holds_its_evidence(conn: psycopg.Connection) -> None:
+    """A narrow question: one article's three items score high, two items of two other articles well
+    enough to vote (0.6 of the best), which puts voting hits in three of the five articles.
+
+    By the levels alone the chapter is a merge, and it replaced the article at its whole
+    evidence (the regulations' j03-n4: 642 tokens for a 120-token article).  Its second-best
+    article holds a twentieth of the best one's evidence: the chapter adds tokens, not a
+    second place where the answer lies, so the article is the unit.
+    """
+    built = insert_tree(conn, _short_regulation())
+    key_of = {v: k for k, v in built.ids.items()}
+    hits = {"a10.0": 0.70, "a10.1": 0.66, "a10.2": 0.64, "a20.0": 0.45, "a30.0": 0.44}
+    sql = "SELECT node_id FROM hrag.retrieve_hits(%s, %s::real[], 2000)"
+    params = ([built.ids[k] for k in hits], list(hits.values()))
+    assert [key_of[r[0]] for r in conn.execute(sql, params)] == ["art1"]
+
+    conn.execute("SET hrag.auto_merge_balance = 0")  # any spread of evidence: the chapter, or its document
+    assert {"ch", "rules"} & {key_of[r[0]] for r in conn.execute(sql, params)}
+
+
+def test_a_chapter_whose_articles_share_its_evidence_is_still_merged(conn: psycopg.Connection) -> None:
+    """A broad question over a chapter: three of its five articles hit, the weakest holding a third of
+    the strongest's evidence, so the chapter comes back whole."""
+    built = insert_tree(conn, _short_regulation())
+    key_of = {v: k for k, v in built.ids.items()}
+    hits = {"a10.0": 0.70, "a10.1": 0.69, "a20.0": 0.68, "a20.1": 0.66, "a30.0": 0.62, "a30.1": 0.60}
+    rows = conn.execute("SELECT node_id FROM hrag.retrieve_hits(%s, %s::real[], 2000)",
+                        ([built.ids[k] for k in hits], list(hits.values()))).fetchall()
+    assert [key_of[r[0]] for r in rows] == ["ch"]
+
+
+def test_groups_are_no_level_a_section_over_them_merges_as_over_its_leaves(conn: psycopg.Connection) -> None:
+    """A section of twelve notes, packed by ingestion into two groups; its hits lie in the first group.
+
+    The groups are not the author's parts: that one of them holds nearly all the evidence says
+    nothing about the section, which merges as it would over its twelve notes.
+    """
+    notes = _leaves("note", 12, 30)
+    section = Spec("notes", "Notes", kind="section", tokens=1, children=[
+        Spec("g1", kind="group", children=notes[:6]), Spec("g2", kind="group", children=notes[6:])])
+    filler = Spec("filler", "Other", kind="section", children=_leaves("other", 20, 100), tokens=1)
+    built = insert_tree(conn, Spec("manual", kind="document", children=[section, filler]))
+    key_of = {v: k for k, v in built.ids.items()}
+    hits = {"note0": 0.80, "note1": 0.79, "note2": 0.78, "note3": 0.77, "note4": 0.76, "note7": 0.55}
+    sql = "SELECT node_id FROM hrag.retrieve_hits(%s, %s::real[], 2000)"
+    params = ([built.ids[k] for k in hits], list(hits.values()))
+    with_groups = [key_of[r[0]] for r in conn.execute(sql, params)]
+    conn.execute("UPDATE hrag.nodes SET kind = 'clause' WHERE kind = 'group'")
+    as_clauses = [key_of[r[0]] for r in conn.execute(sql, params)]
+    assert with_groups[0] == "notes"
+    assert "notes" not in as_clauses, "the same tree with authored parts: the first part is the unit"
 
 
 def test_a_hit_far_below_the_best_does_not_vote_for_a_merge(conn: psycopg.Connection) -> None:

@@ -23,14 +23,19 @@ down_revision = "0028"
 branch_labels = None
 depends_on = None
 
-#: The function topic files this revision changes, in the order they are applied.
-TOPICS = ("lexical.sql", "search.sql", "budget.sql", "integrity.sql", "reembed.sql")
+#: The function topic files this revision changes, in the order they are applied: live
+#: (``schema_sql.apply_topic``), or, once a later revision changed one, this revision's copy frozen
+#: into ``sql/revisions/0029_<topic>.sql`` (``schema_sql.apply``; revision 0031 froze budget.sql).
+STEPS = ("lexical.sql", "search.sql", "0029_budget.sql", "integrity.sql", "reembed.sql")
 
 
 def upgrade() -> None:
     schema_sql.apply(op.get_bind(), "0029_question_background.sql")
-    for topic in TOPICS:
-        schema_sql.apply_topic(op.get_bind(), topic)
+    for step in STEPS:
+        if step in schema_sql.FUNCTION_TOPICS:
+            schema_sql.apply_topic(op.get_bind(), step)
+        else:
+            schema_sql.apply(op.get_bind(), step)
     schema_sql.apply(op.get_bind(), "0029_question_background_sums.sql")
 
 
