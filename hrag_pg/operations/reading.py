@@ -107,6 +107,15 @@ def schema_revision_flow() -> Flow[str | None]:
 # ------------------------------------------------------------------ the sync and async readers
 
 
+
+def stored_sources(repository: Repository, collection: str | None) -> list[dict[str, Any]]:
+    """The stored documents' rows (of ``collection``, None: all); none: NotFound naming the collections
+    that exist, unless the collection is one (a role may see none of its documents)."""
+    rows = repository.sources(collection)
+    if not rows:
+        run(known_collection(collection), repository.fetch)
+    return rows
+
 class Reader:
     """The reading operations in-process and sync: on a repository, with the facade's retrievers
     (:attr:`hrag_pg.api.HRAG.reader` makes one)."""
@@ -138,9 +147,7 @@ class Reader:
         run(known_collection(collection), self.repository.fetch)
 
     def sources(self, collection: str | None = None) -> list[SourceEntry]:
-        rows = self.repository.sources(collection)
-        if not rows:
-            self.require_collection(collection)
+        rows = stored_sources(self.repository, collection)
         models = self.repository.collection_models([collection] if collection is not None else None)
         return [SourceEntry(**r, model=as_json(models[r["collection"]]) if r["collection"] in models else None)
                 for r in rows]

@@ -31,7 +31,7 @@ from ..ingest.text import TextFormat, check_metadata, check_source, load_text
 from ..ingest.tree import DocumentTree
 from ..models import IngestResult
 from ..reembed import Reembedder, ReembedReport
-from ..retrievers import known_collection, run
+from .reading import stored_sources
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..repository import Progress, Repository
@@ -78,13 +78,6 @@ class Writer:
     def __init__(self, repository: Repository, models: IngestModels) -> None:
         self.repository = repository
         self.models = models
-
-    def _documents(self, collection: str) -> list[dict[str, Any]]:
-        """The stored documents of ``collection``; NotFound naming those that exist if there is none."""
-        rows = self.repository.sources(collection)
-        if not rows:
-            run(known_collection(collection), self.repository.fetch)
-        return rows
 
     def ingest(
         self,
@@ -298,7 +291,7 @@ class Writer:
         """
         options = options or IngestOptions()
         files, _ = name_files(list(paths))
-        documents = self._documents(collection)
+        documents = stored_sources(self.repository, collection)
         stored = [d["source"] for d in documents]
         plans: list[Rename] = []
         claimed: dict[str, int] = {}
