@@ -13,6 +13,7 @@ with ``{{name}}`` placeholders; the only placeholder today is
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from importlib import resources
 
 import psycopg
@@ -99,6 +100,16 @@ def apply_topic(conn: sa.Connection, name: str) -> None:
     if name not in FUNCTION_TOPICS:
         raise ValueError(f"{name} is not a function topic file; tables and policies change by revision files")
     _execute(conn, read_topic(name), None)
+
+
+def apply_steps(conn: sa.Connection, steps: Iterable[str]) -> None:
+    """A revision's steps in order: a function topic file live, any other name a revision's frozen file
+    (a revision's copy of a topic that a later revision changed)."""
+    for step in steps:
+        if step in FUNCTION_TOPICS:
+            apply_topic(conn, step)
+        else:
+            apply(conn, step)
 
 
 def install(conn: sa.Connection, *, embedding_dim: int | None = None) -> None:

@@ -107,7 +107,6 @@ def schema_revision_flow() -> Flow[str | None]:
 # ------------------------------------------------------------------ the sync and async readers
 
 
-
 def stored_sources(repository: Repository, collection: str | None) -> list[dict[str, Any]]:
     """The stored documents' rows (of ``collection``, None: all); none: NotFound naming the collections
     that exist, unless the collection is one (a role may see none of its documents)."""
@@ -115,6 +114,7 @@ def stored_sources(repository: Repository, collection: str | None) -> list[dict[
     if not rows:
         run(known_collection(collection), repository.fetch)
     return rows
+
 
 class Reader:
     """The reading operations in-process and sync: on a repository, with the facade's retrievers

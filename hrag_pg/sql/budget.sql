@@ -87,12 +87,12 @@ COMMENT ON FUNCTION hrag.retrieve_hits(uuid[], real[], integer) IS
 -- its evidence is spread: its second-best child holds merge_balance of its
 -- best child's (a chapter is not merged around the one article that holds
 -- nearly all of its evidence).  So a narrow question ends at its item or
--- article, a broad one at its article, whatever the collection's size.  Candidates are taken greedily, a node
--- replacing the taken nodes inside it; the best hits keep room in the
--- budget, and a passage is taken only while what it adds is worth its
--- tokens: the budget is a ceiling, not a target.  The constants are
--- hrag.auto_* settings; docs/decisions.md, "Budget mode: ..." (five
--- sections), says why each rule and value.
+-- article, a broad one at its article, whatever the collection's size.
+-- Candidates are taken greedily, a node replacing the taken nodes inside
+-- it; the best hits keep room in the budget, and a passage is taken only
+-- while what it adds is worth its tokens: the budget is a ceiling, not a
+-- target.  The constants are hrag.auto_* settings; docs/decisions.md, its
+-- "Budget mode: ..." sections, says why each rule and value.
 CREATE OR REPLACE FUNCTION hrag._retrieve_hits(node_ids uuid[], document_ids uuid[], scores real[], max_tokens integer) RETURNS TABLE(node_id uuid, document_id uuid, depth integer, title text, heading_path text[], content text, score real, merged_from uuid[], hit_ratio real, rank integer, token_count integer, reason text)
     LANGUAGE plpgsql STABLE ROWS 10
     AS $$
@@ -298,9 +298,10 @@ BEGIN
 
     -- The levels, bottom-up: above the nodes whose hit children are leaves, a
     -- node is a merge only if voting hits lie in merge_ratio of its children
-    -- and in two of them, or in its one child that is a merge itself (a
-    -- document of one chapter is merged only if the chapter is), and its
-    -- evidence is spread over its children (merge_balance).
+    -- and in two of them, or in its one child that is a merge itself, and its
+    -- evidence is spread over its children (merge_balance; groups aside, a
+    -- node whose evidence lies in one child is that child: a document of one
+    -- chapter comes back as the chapter, which holds all but its title).
     -- (only the covered candidates can be merges: the loops run over them, deepest first)
     covered := ARRAY(SELECT i FROM generate_subscripts(c_node, 1) AS i WHERE c_merge[i] ORDER BY c_depth[i] DESC);
     FOREACH k IN ARRAY covered LOOP

@@ -41,11 +41,7 @@ STEPS = (
 
 
 def upgrade() -> None:
-    for step in STEPS:
-        if step in schema_sql.FUNCTION_TOPICS:
-            schema_sql.apply_topic(op.get_bind(), step)
-        else:
-            schema_sql.apply(op.get_bind(), step)
+    schema_sql.apply_steps(op.get_bind(), STEPS)
 
 
 def downgrade() -> None:

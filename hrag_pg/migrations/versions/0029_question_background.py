@@ -31,11 +31,7 @@ STEPS = ("lexical.sql", "search.sql", "0029_budget.sql", "integrity.sql", "reemb
 
 def upgrade() -> None:
     schema_sql.apply(op.get_bind(), "0029_question_background.sql")
-    for step in STEPS:
-        if step in schema_sql.FUNCTION_TOPICS:
-            schema_sql.apply_topic(op.get_bind(), step)
-        else:
-            schema_sql.apply(op.get_bind(), step)
+    schema_sql.apply_steps(op.get_bind(), STEPS)
     schema_sql.apply(op.get_bind(), "0029_question_background_sums.sql")
 
 
